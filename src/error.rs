@@ -1,0 +1,385 @@
+//! The one error type, its stable codes, details and exit codes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::model::ErrorObject;
+
+/// A boxed error source for failures that come from several libraries (XML, JSON).
+pub type BoxSource = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// The stable error codes of the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// Bad flags or arguments.
+    Usage,
+    /// A URL that does not parse or whose scheme is not http(s) or file.
+    InvalidUrl,
+    /// The network failed: timeout, connect, dns, tls, body, redirect.
+    Network,
+    /// The origin answered with an HTTP error status.
+    FeedFetchFailed,
+    /// The body is not a readable feed.
+    FeedParseFailed,
+    /// The origin (or the gate) asked us to wait.
+    RateLimited,
+    /// A body over `--max-body-bytes`, or an MCP result over its token budget.
+    ResponseTooLarge,
+    /// A local file could not be read or written.
+    Io,
+    /// `rss show` found no such item.
+    NotFound,
+    /// A bug in `rss`.
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, in documentation order.
+    pub const ALL: [ErrorCode; 10] = [
+        ErrorCode::Usage,
+        ErrorCode::InvalidUrl,
+        ErrorCode::Network,
+        ErrorCode::FeedFetchFailed,
+        ErrorCode::FeedParseFailed,
+        ErrorCode::RateLimited,
+        ErrorCode::ResponseTooLarge,
+        ErrorCode::Io,
+        ErrorCode::NotFound,
+        ErrorCode::Internal,
+    ];
+
+    /// The wire string of this code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Usage => "USAGE_ERROR",
+            ErrorCode::InvalidUrl => "INVALID_URL",
+            ErrorCode::Network => "NETWORK_ERROR",
+            ErrorCode::FeedFetchFailed => "FEED_FETCH_FAILED",
+            ErrorCode::FeedParseFailed => "FEED_PARSE_FAILED",
+            ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::ResponseTooLarge => "RESPONSE_TOO_LARGE",
+            ErrorCode::Io => "IO_ERROR",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::Internal => "INTERNAL_ERROR",
+        }
+    }
+}
+
+/// What kind of network failure a `NETWORK_ERROR` is (`details.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkKind {
+    /// Connect or body read exceeded `--timeout`.
+    Timeout,
+    /// The TCP connection could not be made.
+    Connect,
+    /// The host name did not resolve.
+    Dns,
+    /// The TLS handshake failed.
+    Tls,
+    /// The body broke off or could not be decoded.
+    Body,
+    /// Too many redirects, or a redirect loop.
+    Redirect,
+    /// Anything else the HTTP stack reported.
+    Other,
+}
+
+impl NetworkKind {
+    /// The wire string of this kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetworkKind::Timeout => "timeout",
+            NetworkKind::Connect => "connect",
+            NetworkKind::Dns => "dns",
+            NetworkKind::Tls => "tls",
+            NetworkKind::Body => "body",
+            NetworkKind::Redirect => "redirect",
+            NetworkKind::Other => "other",
+        }
+    }
+}
+
+/// Every failure `rss` reports.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad flags, arguments or environment.
+    #[error("{message}")]
+    Usage {
+        /// What was wrong and how to fix it.
+        message: String,
+    },
+    /// An input that is not a usable URL or path.
+    #[error("invalid URL {input:?}: {reason}")]
+    InvalidUrl {
+        /// The input as given.
+        input: String,
+        /// Why it was rejected.
+        reason: String,
+        /// The parser's error, when parsing failed.
+        #[source]
+        source: Option<url::ParseError>,
+    },
+    /// The HTTP stack failed.
+    #[error("network error ({}) fetching {url}: {source}", kind.as_str())]
+    Network {
+        /// The classified kind.
+        kind: NetworkKind,
+        /// The URL being fetched.
+        url: String,
+        /// The HTTP stack's error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// Redirects did not end.
+    #[error("{message}")]
+    Redirect {
+        /// The chain that was followed.
+        message: String,
+        /// Hops followed.
+        hops: usize,
+    },
+    /// The origin answered with an error status.
+    #[error("HTTP {status} from {url}")]
+    HttpStatus {
+        /// The status code.
+        status: u16,
+        /// The URL that answered.
+        url: String,
+    },
+    /// The origin refused (429) or the gate would wait too long.
+    #[error("{}", rate_limited_message(*wait, *http_status))]
+    RateLimited {
+        /// How long the gate has learned to leave the host alone.
+        wait: Duration,
+        /// The origin's status, when the origin refused.
+        http_status: Option<u16>,
+        /// The raw Retry-After header, when the origin sent one.
+        retry_after: Option<String>,
+        /// The host key.
+        host: String,
+    },
+    /// The body could not be read as a feed.
+    #[error("{message}")]
+    Parse {
+        /// What was wrong.
+        message: String,
+        /// The parser's error, when there was one.
+        #[source]
+        source: Option<BoxSource>,
+    },
+    /// A body larger than the cap.
+    #[error("response body exceeds the {limit}-byte limit (--max-body-bytes)")]
+    TooLarge {
+        /// The cap in bytes.
+        limit: u64,
+    },
+    /// An MCP result larger than its token budget.
+    #[error(
+        "the result would be about {estimated_tokens} tokens, over the budget of {budget_tokens}; \
+         ask for fewer items (limit) or shorter content (max_content_chars)"
+    )]
+    OverBudget {
+        /// Estimated tokens of the full result.
+        estimated_tokens: usize,
+        /// The budget.
+        budget_tokens: usize,
+        /// A limit that fits.
+        suggested_limit: usize,
+        /// A max_content_chars that fits with the current limit.
+        suggested_max_content_chars: usize,
+    },
+    /// A local file operation failed.
+    #[error("{action} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The requested item does not exist.
+    #[error("{message}")]
+    NotFound {
+        /// What was looked for, and a hint.
+        message: String,
+    },
+    /// A bug.
+    #[error("internal error: {message}")]
+    Internal {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+fn rate_limited_message(wait: Duration, http_status: Option<u16>) -> String {
+    let secs = wait.as_secs_f64().ceil() as u64;
+    match http_status {
+        Some(status) => format!("the host refused with HTTP {status}; retry in about {secs} s"),
+        None => format!("the host is cooling down; retry in about {secs} s"),
+    }
+}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A usage error with this message.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Error::Usage {
+            message: message.into(),
+        }
+    }
+
+    /// A parse error with no underlying source.
+    pub fn parse(message: impl Into<String>) -> Self {
+        Error::Parse {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An internal error.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::Internal {
+            message: message.into(),
+        }
+    }
+
+    /// An I/O error on `path`.
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// The stable code of this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Usage { .. } => ErrorCode::Usage,
+            Error::InvalidUrl { .. } => ErrorCode::InvalidUrl,
+            Error::Network { .. } | Error::Redirect { .. } => ErrorCode::Network,
+            Error::HttpStatus { .. } => ErrorCode::FeedFetchFailed,
+            Error::RateLimited { .. } => ErrorCode::RateLimited,
+            Error::Parse { .. } => ErrorCode::FeedParseFailed,
+            Error::TooLarge { .. } | Error::OverBudget { .. } => ErrorCode::ResponseTooLarge,
+            Error::Io { .. } => ErrorCode::Io,
+            Error::NotFound { .. } => ErrorCode::NotFound,
+            Error::Internal { .. } => ErrorCode::Internal,
+        }
+    }
+
+    /// Machine-readable specifics of this error.
+    pub fn details(&self) -> Map<String, Value> {
+        let value = match self {
+            Error::InvalidUrl { input, .. } => json!({ "input": input }),
+            Error::Network { kind, url, .. } => json!({ "kind": kind.as_str(), "url": url }),
+            Error::Redirect { hops, .. } => json!({ "kind": "redirect", "hops": hops }),
+            Error::HttpStatus { status, url } => json!({ "http_status": status, "url": url }),
+            Error::RateLimited {
+                wait,
+                http_status,
+                retry_after,
+                host,
+            } => json!({
+                "retry_after_seconds": wait.as_secs_f64().ceil() as u64,
+                "retry_after_ms": wait.as_millis() as u64,
+                "http_status": http_status,
+                "retry_after": retry_after,
+                "host": host,
+            }),
+            Error::TooLarge { limit } => json!({ "limit_bytes": limit }),
+            Error::OverBudget {
+                estimated_tokens,
+                budget_tokens,
+                suggested_limit,
+                suggested_max_content_chars,
+            } => json!({
+                "estimated_tokens": estimated_tokens,
+                "budget_tokens": budget_tokens,
+                "suggested_limit": suggested_limit,
+                "suggested_max_content_chars": suggested_max_content_chars,
+            }),
+            Error::Io { path, source, .. } => json!({
+                "path": path.display().to_string(),
+                "os_error": source.kind().to_string(),
+            }),
+            Error::Usage { .. }
+            | Error::Parse { .. }
+            | Error::NotFound { .. }
+            | Error::Internal { .. } => json!({}),
+        };
+        match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    /// This error as the contract's error object.
+    pub fn to_object(&self, feed_url: Option<&str>) -> ErrorObject {
+        ErrorObject {
+            feed_url: feed_url.map(str::to_owned),
+            code: self.code().as_str().to_owned(),
+            message: self.to_string(),
+            details: self.details(),
+        }
+    }
+
+    /// How long the caller should wait before trying again, for `RATE_LIMITED`.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::RateLimited { wait, .. } => Some(*wait),
+            _ => None,
+        }
+    }
+}
+
+/// Process exit codes.
+pub mod exit {
+    /// Every feed succeeded.
+    pub const OK: u8 = 0;
+    /// A bug or an unexpected failure.
+    pub const INTERNAL: u8 = 1;
+    /// Bad usage; nothing was fetched.
+    pub const USAGE: u8 = 2;
+    /// Some feeds failed.
+    pub const PARTIAL: u8 = 3;
+    /// Every feed failed.
+    pub const ALL_FAILED: u8 = 4;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limited_details_carry_both_wait_forms() {
+        let err = Error::RateLimited {
+            wait: Duration::from_millis(2500),
+            http_status: Some(429),
+            retry_after: Some("3".into()),
+            host: "example.com:443".into(),
+        };
+        let d = err.details();
+        assert_eq!(err.code().as_str(), "RATE_LIMITED");
+        assert_eq!(d["retry_after_seconds"], 3);
+        assert_eq!(d["retry_after_ms"], 2500);
+        assert_eq!(d["http_status"], 429);
+        assert_eq!(d["retry_after"], "3");
+    }
+
+    #[test]
+    fn every_code_string_is_distinct_and_upper_snake() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            let s = code.as_str();
+            assert!(seen.insert(s), "duplicate {s}");
+            assert!(s.chars().all(|c| c.is_ascii_uppercase() || c == '_'));
+        }
+    }
+}

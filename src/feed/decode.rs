@@ -1,0 +1,103 @@
+//! Bytes to text: the charset from a BOM, the HTTP header or the XML declaration.
+
+use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
+
+/// The charset parameter of a `Content-Type` header.
+pub(crate) fn header_charset(content_type: &str) -> Option<&str> {
+    content_type.split(';').skip(1).find_map(|param| {
+        let (k, v) = param.split_once('=')?;
+        k.trim()
+            .eq_ignore_ascii_case("charset")
+            .then(|| v.trim().trim_matches(['"', '\'']))
+    })
+}
+
+/// The `encoding="…"` of an XML declaration at the start of `bytes`.
+fn declared_encoding(bytes: &[u8]) -> Option<&'static Encoding> {
+    let head = &bytes[..bytes.len().min(256)];
+    if !head.starts_with(b"<?xml") {
+        return None;
+    }
+    let end = head.iter().position(|&b| b == b'>')?;
+    let decl = std::str::from_utf8(&head[..end]).ok()?;
+    let at = decl.find("encoding")?;
+    let rest = decl[at + 8..].trim_start().strip_prefix('=')?.trim_start();
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let value = rest[1..].split(quote).next()?;
+    Encoding::for_label(value.trim().as_bytes())
+}
+
+/// Decodes a feed body to UTF-8. The order is BOM, then the HTTP charset, then the XML
+/// declaration, then UTF-8 if it is valid, else Windows-1252. A header that claims a
+/// single-byte Western charset for a body that is valid, non-ASCII UTF-8 is wrong so
+/// often that UTF-8 wins.
+pub(crate) fn to_utf8(bytes: Vec<u8>, content_type: Option<&str>) -> String {
+    if let Some((enc, bom_len)) = Encoding::for_bom(&bytes) {
+        return decode_with(enc, &bytes[bom_len..]);
+    }
+    let from_header = content_type
+        .and_then(header_charset)
+        .and_then(|c| Encoding::for_label(c.as_bytes()));
+    let declared = from_header.or_else(|| declared_encoding(&bytes));
+    match declared {
+        Some(enc) if enc == UTF_8 => utf8_or_lossy(bytes),
+        Some(enc) if is_western_single_byte(enc) && !bytes.is_ascii() && std::str::from_utf8(&bytes).is_ok() => {
+            utf8_or_lossy(bytes)
+        }
+        Some(enc) => decode_with(enc.output_encoding(), &bytes),
+        None => match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => decode_with(WINDOWS_1252, e.as_bytes()),
+        },
+    }
+}
+
+fn is_western_single_byte(enc: &'static Encoding) -> bool {
+    enc == WINDOWS_1252 || enc.name() == "ISO-8859-15" || enc.name() == "ISO-8859-1"
+}
+
+fn utf8_or_lossy(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
+}
+
+fn decode_with(enc: &'static Encoding, bytes: &[u8]) -> String {
+    let (text, _) = enc.decode_without_bom_handling(bytes);
+    text.into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_charset_given_only_in_the_header_is_honoured() {
+        let latin1 = b"<rss><title>caf\xe9</title></rss>".to_vec();
+        let s = to_utf8(latin1, Some("application/rss+xml; charset=ISO-8859-1"));
+        assert!(s.contains("café"));
+    }
+
+    #[test]
+    fn the_xml_declaration_and_bom_are_read() {
+        let s = to_utf8(b"<?xml version=\"1.0\" encoding=\"windows-1252\"?><t>\x93q\x94</t>".to_vec(), None);
+        assert!(s.contains("\u{201c}q\u{201d}"));
+        let mut utf16 = vec![0xFF, 0xFE];
+        for u in "<t>é</t>".encode_utf16() {
+            utf16.extend_from_slice(&u.to_le_bytes());
+        }
+        assert_eq!(to_utf8(utf16, None), "<t>é</t>");
+    }
+
+    #[test]
+    fn a_latin1_header_on_a_utf8_body_is_overruled() {
+        let s = to_utf8("<t>café</t>".as_bytes().to_vec(), Some("text/xml; charset=iso-8859-1"));
+        assert_eq!(s, "<t>café</t>");
+    }
+
+    #[test]
+    fn invalid_utf8_without_a_declaration_falls_back_to_windows_1252() {
+        assert_eq!(to_utf8(b"<t>\xe9</t>".to_vec(), None), "<t>é</t>");
+    }
+}

@@ -1,0 +1,507 @@
+//! RSS (0.9x, 1.0/RDF, 2.0) and Atom (0.3, 1.0) element trees mapped to [`RawFeed`].
+
+use base64::Engine;
+use url::Url;
+
+use super::render::{absolutize, to_plain};
+use super::text::{collapse_ws, non_empty};
+use super::xml::{self, Element, Ns};
+use super::{Body, RawFeed, RawItem, WARN_ELEMENT_SKIPPED, WARN_REPAIRED, date};
+use crate::error::{Error, Result};
+use crate::model::Enclosure;
+
+const RSSISH: [Ns; 2] = [Ns::None, Ns::Rss];
+
+/// Parses an XML feed.
+pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
+    let atom_mode = root_name(text).is_some_and(|n| n.eq_ignore_ascii_case("feed"));
+    let mut items = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
+    let doc = xml::parse(text, base, &mut |el| {
+        items.push(item(&el, atom_mode, &mut skipped));
+    });
+    let Some(root) = doc.root else {
+        return Err(Error::parse("no XML element could be read, so this is not a feed"));
+    };
+    let root_lower = root.name.to_ascii_lowercase();
+    if root_lower == "html" {
+        return Err(Error::parse(super::DISCOVER_HINT));
+    }
+    let format = match root_lower.as_str() {
+        "rss" | "channel" => "rss",
+        "rdf" => "rdf",
+        "feed" => "atom",
+        _ => "xml",
+    };
+    let channel = if format == "atom" {
+        &root
+    } else {
+        root.elements()
+            .find(|e| e.name.eq_ignore_ascii_case("channel"))
+            .unwrap_or(&root)
+    };
+    let mut feed = RawFeed {
+        format,
+        ..RawFeed::default()
+    };
+    channel_meta(channel, &root, atom_mode, &mut feed);
+    if feed.title.is_none() && items.is_empty() {
+        let what = if format == "xml" {
+            format!("the root element <{}> is not RSS, RDF or Atom", root.name)
+        } else {
+            "no feed title or item could be read".to_owned()
+        };
+        return Err(Error::parse(format!("{what}, so this is not a feed")));
+    }
+    if base.is_none()
+        && let Some(site) = feed.site_url.as_deref().and_then(|s| Url::parse(s).ok())
+    {
+        for it in &mut items {
+            rebase(it, &site);
+        }
+    }
+    if !doc.repairs.is_empty() || doc.truncated {
+        let mut msg = doc.repairs.join("; ");
+        if doc.truncated {
+            msg.push_str("; reading stopped early, later items may be missing");
+        }
+        feed.warnings.push((WARN_REPAIRED, msg));
+    }
+    for s in skipped.into_iter().take(5) {
+        feed.warnings.push((WARN_ELEMENT_SKIPPED, s));
+    }
+    feed.items = items;
+    Ok(feed)
+}
+
+/// The local name of the first element in `text`.
+fn root_name(text: &str) -> Option<&str> {
+    let mut rest = text;
+    loop {
+        let at = rest.find('<')?;
+        rest = &rest[at + 1..];
+        if rest.starts_with(['?', '!']) {
+            continue;
+        }
+        let end = rest.find(|c: char| c.is_whitespace() || c == '>' || c == '/')?;
+        let name = &rest[..end];
+        return Some(name.rsplit(':').next().unwrap_or(name));
+    }
+}
+
+/// Items of a local file have no request URL: resolve what is relative against the site.
+fn rebase(it: &mut RawItem, site: &Url) {
+    if it.base.is_some() {
+        return;
+    }
+    let fix = |s: &mut String| {
+        if Url::parse(s).is_err()
+            && let Ok(u) = site.join(s)
+        {
+            *s = u.into();
+        }
+    };
+    if let Some(u) = &mut it.url {
+        fix(u);
+    }
+    for e in &mut it.enclosures {
+        fix(&mut e.url);
+    }
+    it.base = Some(site.clone());
+}
+
+fn resolve(base: Option<&Url>, s: &str) -> Option<String> {
+    absolutize(s, base)
+}
+
+fn is_atomish(e: &Element, atom_mode: bool) -> bool {
+    e.ns == Ns::Atom || (atom_mode && e.ns == Ns::None)
+}
+
+/// A text construct as a body: Atom `type`/`mode`, or RSS's HTML-by-default.
+fn text_construct(e: &Element, text_by_default: bool, skipped: &mut Vec<String>) -> Option<Body> {
+    let ty = e.attr("type").unwrap_or("").trim().to_ascii_lowercase();
+    let mode = e.attr("mode").unwrap_or("").trim().to_ascii_lowercase();
+    let markup_or_text = |e: &Element| {
+        if e.has_element_children() {
+            e.inner_markup()
+        } else {
+            e.text()
+        }
+    };
+    let binary = !ty.is_empty()
+        && !matches!(ty.as_str(), "text" | "html" | "xhtml")
+        && !ty.starts_with("text/")
+        && !ty.ends_with("xml");
+    let body = if mode == "base64" || binary {
+        let raw: String = e.text().split_whitespace().collect();
+        match base64::engine::general_purpose::STANDARD
+            .decode(raw.as_bytes())
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+        {
+            Some(s) if ty.contains("html") => Body::Html(s),
+            Some(s) => Body::Text(s),
+            None => {
+                skipped.push(format!(
+                    "<{}> of type {ty:?} is not base64-encoded text and was skipped",
+                    e.name
+                ));
+                return None;
+            }
+        }
+    } else if ty == "xhtml" || ty.ends_with("xhtml+xml") || mode == "xml" {
+        let wrapper = e
+            .elements()
+            .filter(|c| c.name.eq_ignore_ascii_case("div"))
+            .collect::<Vec<_>>();
+        let only_div = wrapper.len() == 1 && e.elements().count() == 1 && e.text().trim() == wrapper[0].text().trim();
+        Body::Html(if only_div {
+            wrapper[0].inner_markup()
+        } else {
+            e.inner_markup()
+        })
+    } else if ty == "html" || ty == "text/html" || mode == "escaped" {
+        Body::Html(markup_or_text(e))
+    } else if ty == "text" || ty.starts_with("text/") || (ty.is_empty() && text_by_default) {
+        if e.has_element_children() {
+            Body::Html(e.inner_markup())
+        } else {
+            Body::Text(e.text())
+        }
+    } else {
+        Body::Html(markup_or_text(e))
+    };
+    (!body.is_blank()).then_some(body)
+}
+
+fn plain(body: Option<Body>) -> Option<String> {
+    match body? {
+        Body::Html(h) => non_empty(to_plain(&h)),
+        Body::Text(t) => non_empty(collapse_ws(&t)),
+    }
+}
+
+/// A name from `Name <email>`, `email (Name)`, or the text itself.
+fn person_name(s: &str) -> Option<String> {
+    let s = collapse_ws(s);
+    if let (Some(open), true) = (s.find('('), s.ends_with(')')) {
+        let inner = s[open + 1..s.len() - 1].trim();
+        if !inner.is_empty() {
+            return Some(inner.to_owned());
+        }
+    }
+    if let Some(lt) = s.find('<') {
+        let name = s[..lt].trim().trim_matches('"');
+        if !name.is_empty() {
+            return Some(name.to_owned());
+        }
+        return non_empty(s[lt + 1..].trim_end_matches('>'));
+    }
+    non_empty(s)
+}
+
+fn person(e: &Element) -> Option<String> {
+    if e.has_element_children() {
+        let name = e
+            .elements()
+            .find(|c| c.name.eq_ignore_ascii_case("name"))
+            .and_then(|c| non_empty(collapse_ws(&c.text())));
+        name.or_else(|| {
+            e.elements()
+                .find(|c| c.name.eq_ignore_ascii_case("email"))
+                .and_then(|c| non_empty(c.text()))
+        })
+    } else {
+        person_name(&e.text())
+    }
+}
+
+fn push_unique(list: &mut Vec<String>, value: Option<String>) {
+    if let Some(v) = value
+        && !list.contains(&v)
+    {
+        list.push(v);
+    }
+}
+
+fn enclosure(url: Option<&str>, ty: Option<&str>, len: Option<&str>, base: Option<&Url>) -> Option<Enclosure> {
+    Some(Enclosure {
+        url: resolve(base, url?)?,
+        mime_type: ty.and_then(non_empty),
+        length: len.and_then(|l| l.trim().parse::<u64>().ok()).filter(|n| *n > 0),
+    })
+}
+
+fn push_enclosure(list: &mut Vec<Enclosure>, e: Option<Enclosure>) {
+    if let Some(e) = e
+        && !list.iter().any(|x| x.url == e.url)
+    {
+        list.push(e);
+    }
+}
+
+/// Date candidates in priority order; the first that parses wins.
+#[derive(Default)]
+struct Dates {
+    published: [Option<String>; 4],
+    updated: [Option<String>; 2],
+}
+
+fn first_date(candidates: &[Option<String>]) -> Option<chrono::DateTime<chrono::Utc>> {
+    candidates.iter().flatten().find_map(|s| date::parse(s))
+}
+
+fn set_once(slot: &mut Option<String>, value: String) {
+    if slot.is_none() {
+        *slot = Some(value);
+    }
+}
+
+fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
+    let base = el.base.as_deref();
+    let mut it = RawItem {
+        base: base.cloned(),
+        ..RawItem::default()
+    };
+    let mut dates = Dates::default();
+    let mut title = None;
+    let mut title_fallback = None;
+    let mut rss_link = None;
+    let mut alternate: Option<(bool, String)> = None;
+    let mut permalink_guid = None;
+    let mut summary_fallback = None;
+    let mut author_fallback = None;
+    if let Some(about) = el.attr_ns(Ns::Rdf, "about") {
+        it.guid = non_empty(about);
+    }
+    let mut media: Vec<&Element> = Vec::new();
+    for c in el.elements() {
+        let atomish = is_atomish(c, atom_mode);
+        let rssish = RSSISH.contains(&c.ns) && !atomish;
+        let name = c.name.to_ascii_lowercase();
+        match (c.ns, name.as_str()) {
+            (_, "title") if atomish || rssish => {
+                if title.is_none() {
+                    title = plain(text_construct(c, atomish, skipped));
+                }
+            }
+            (Ns::Dc, "title") | (Ns::Media, "title") => {
+                if title_fallback.is_none() {
+                    title_fallback = non_empty(collapse_ws(&c.text()));
+                }
+            }
+            (_, "link") if atomish || rssish => {
+                if let Some(href) = c.attr("href") {
+                    let rel = c.attr("rel").unwrap_or("alternate").trim().to_ascii_lowercase();
+                    let href = resolve(c.base.as_deref(), href);
+                    match rel.as_str() {
+                        "alternate" => {
+                            let html = c.attr("type").is_none_or(|t| t.contains("html"));
+                            if let Some(h) = href
+                                && alternate.as_ref().is_none_or(|(was_html, _)| html && !was_html)
+                            {
+                                alternate = Some((html, h));
+                            }
+                        }
+                        "enclosure" => push_enclosure(
+                            &mut it.enclosures,
+                            enclosure(c.attr("href"), c.attr("type"), c.attr("length"), c.base.as_deref()),
+                        ),
+                        _ => {}
+                    }
+                } else if rss_link.is_none() {
+                    rss_link = resolve(c.base.as_deref(), &c.text());
+                }
+            }
+            (_, "guid") if rssish => {
+                let g = non_empty(c.text());
+                let permalink = !c.attr("isPermaLink").is_some_and(|v| v.trim().eq_ignore_ascii_case("false"));
+                if permalink
+                    && let Some(g) = &g
+                    && (g.starts_with("http://") || g.starts_with("https://"))
+                {
+                    permalink_guid = Some(g.clone());
+                }
+                if g.is_some() {
+                    it.guid = g;
+                }
+            }
+            (_, "id") if atomish => it.guid = non_empty(c.text()).or(it.guid.take()),
+            (_, "author") if atomish || rssish => push_unique(&mut it.authors, person(c)),
+            (Ns::Dc, "creator") => push_unique(&mut it.authors, person_name(&c.text())),
+            (Ns::Itunes, "author") => author_fallback = person_name(&c.text()),
+            (_, "pubdate") if rssish => set_once(&mut dates.published[0], c.text()),
+            (_, "published") | (_, "issued") if atomish => set_once(&mut dates.published[1], c.text()),
+            (Ns::Dc, "date") => set_once(&mut dates.published[2], c.text()),
+            (Ns::Dcterms, "issued") | (Ns::Dcterms, "created") => set_once(&mut dates.published[3], c.text()),
+            (_, "updated") | (_, "modified") if atomish => set_once(&mut dates.updated[0], c.text()),
+            (Ns::Dcterms, "modified") => set_once(&mut dates.updated[1], c.text()),
+            (_, "description") if rssish => {
+                if it.summary.is_none() {
+                    it.summary = text_construct(c, false, skipped);
+                }
+            }
+            (_, "summary") if atomish => {
+                if it.summary.is_none() {
+                    it.summary = text_construct(c, true, skipped);
+                }
+            }
+            (Ns::Content, "encoded") => {
+                if it.content.is_none() {
+                    it.content = text_construct(c, false, skipped);
+                }
+            }
+            (_, "content") if atomish => {
+                if it.content.is_none() && c.attr("src").is_none() {
+                    it.content = text_construct(c, true, skipped);
+                }
+            }
+            (Ns::Xhtml, "body") | (Ns::Xhtml, "div") => {
+                if it.content.is_none() {
+                    it.content = Some(Body::Html(c.inner_markup())).filter(|b| !b.is_blank());
+                }
+            }
+            (_, "category") if atomish => {
+                push_unique(&mut it.categories, c.attr("term").or(c.attr("label")).and_then(non_empty));
+            }
+            (_, "category") if rssish => push_unique(&mut it.categories, non_empty(collapse_ws(&c.text()))),
+            (Ns::Dc, "subject") => push_unique(&mut it.categories, non_empty(collapse_ws(&c.text()))),
+            (_, "enclosure") if rssish => push_enclosure(
+                &mut it.enclosures,
+                enclosure(c.attr("url"), c.attr("type"), c.attr("length"), c.base.as_deref()),
+            ),
+            (Ns::Media, "content") | (Ns::Media, "group") => media.push(c),
+            (Ns::Media, "description") | (Ns::Itunes, "summary") | (Ns::Itunes, "subtitle") => {
+                if summary_fallback.is_none() {
+                    summary_fallback = text_construct(c, c.ns == Ns::Itunes, skipped);
+                }
+            }
+            _ => {}
+        }
+    }
+    for m in media {
+        let contents: Vec<&Element> = if m.name.eq_ignore_ascii_case("group") {
+            m.elements().collect()
+        } else {
+            vec![m]
+        };
+        for c in contents {
+            if c.ns != Ns::Media {
+                continue;
+            }
+            match c.name.to_ascii_lowercase().as_str() {
+                "content" => push_enclosure(
+                    &mut it.enclosures,
+                    enclosure(c.attr("url"), c.attr("type"), c.attr("fileSize"), c.base.as_deref()),
+                ),
+                "title" if title_fallback.is_none() => title_fallback = non_empty(collapse_ws(&c.text())),
+                "description" if summary_fallback.is_none() => {
+                    summary_fallback = text_construct(c, true, skipped);
+                }
+                _ => {}
+            }
+        }
+    }
+    it.title = title.or(title_fallback);
+    it.url = alternate.map(|(_, h)| h).or(rss_link).or(permalink_guid);
+    it.published = first_date(&dates.published);
+    it.updated = first_date(&dates.updated);
+    if it.summary.is_none() {
+        it.summary = summary_fallback;
+    }
+    if it.authors.is_empty() {
+        push_unique(&mut it.authors, author_fallback);
+    }
+    it
+}
+
+fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFeed) {
+    let base = ch.base.as_deref();
+    let mut skipped = Vec::new();
+    let mut updated: [Option<String>; 3] = Default::default();
+    let mut description_fallback = None;
+    let mut logo = None;
+    let mut image_url = None;
+    let mut itunes_image = None;
+    for c in ch.elements().chain(root.elements().filter(|e| e.name.eq_ignore_ascii_case("image"))) {
+        let atomish = is_atomish(c, atom_mode);
+        let rssish = RSSISH.contains(&c.ns) && !atomish;
+        match (c.ns, c.name.to_ascii_lowercase().as_str()) {
+            (_, "title") if (atomish || rssish) && feed.title.is_none() => {
+                feed.title = plain(text_construct(c, atomish, &mut skipped));
+            }
+            (Ns::Dc, "title") if feed.title.is_none() => feed.title = non_empty(collapse_ws(&c.text())),
+            (_, "link") if atomish || rssish => {
+                if let Some(href) = c.attr("href") {
+                    let rel = c.attr("rel").unwrap_or("alternate").trim().to_ascii_lowercase();
+                    if rel == "alternate" && feed.site_url.is_none() {
+                        feed.site_url = resolve(c.base.as_deref(), href);
+                    }
+                } else if feed.site_url.is_none() {
+                    feed.site_url = resolve(c.base.as_deref(), &c.text());
+                }
+            }
+            (_, "description") if rssish => feed.description = plain(text_construct(c, false, &mut skipped)),
+            (_, "subtitle") | (_, "tagline") if atomish => {
+                feed.description = plain(text_construct(c, true, &mut skipped));
+            }
+            (Ns::Itunes, "summary") | (Ns::Itunes, "subtitle") | (Ns::Dc, "description") => {
+                description_fallback = non_empty(collapse_ws(&c.text()));
+            }
+            (_, "updated") | (_, "modified") if atomish => set_once(&mut updated[0], c.text()),
+            (_, "lastbuilddate") if rssish => set_once(&mut updated[0], c.text()),
+            (_, "pubdate") if rssish => set_once(&mut updated[1], c.text()),
+            (Ns::Dc, "date") | (Ns::Dcterms, "modified") => set_once(&mut updated[2], c.text()),
+            (_, "language") if rssish => feed.language = non_empty(c.text()),
+            (Ns::Dc, "language") if feed.language.is_none() => feed.language = non_empty(c.text()),
+            (_, "icon") if atomish => feed.icon = resolve(base, &c.text()),
+            (_, "logo") if atomish => logo = resolve(base, &c.text()),
+            (_, "image") if rssish => {
+                let url = c
+                    .elements()
+                    .find(|u| u.name.eq_ignore_ascii_case("url"))
+                    .map(|u| u.text())
+                    .or_else(|| c.attr_ns(Ns::Rdf, "resource").map(str::to_owned));
+                if image_url.is_none() {
+                    image_url = url.and_then(|u| resolve(base, &u));
+                }
+            }
+            (Ns::Itunes, "image") => itunes_image = c.attr("href").and_then(|h| resolve(base, h)),
+            _ => {}
+        }
+    }
+    if feed.description.is_none() {
+        feed.description = description_fallback;
+    }
+    feed.updated = first_date(&updated);
+    feed.icon = feed.icon.take().or(image_url).or(logo).or(itunes_image);
+    if feed.language.is_none() {
+        feed.language = ch
+            .attr_ns(Ns::Xml, "lang")
+            .or_else(|| root.attr_ns(Ns::Xml, "lang"))
+            .and_then(non_empty);
+    }
+    for s in skipped.into_iter().take(3) {
+        feed.warnings.push((WARN_ELEMENT_SKIPPED, s));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn person_names_come_out_of_every_shape() {
+        assert_eq!(person_name("jo@example.com (Jo Doe)").as_deref(), Some("Jo Doe"));
+        assert_eq!(person_name("Jo Doe <jo@example.com>").as_deref(), Some("Jo Doe"));
+        assert_eq!(person_name("jo@example.com").as_deref(), Some("jo@example.com"));
+        assert_eq!(person_name("  Jo  Doe ").as_deref(), Some("Jo Doe"));
+    }
+
+    #[test]
+    fn root_names_skip_prolog_and_prefixes() {
+        assert_eq!(root_name("<?xml version='1.0'?><!-- x --><rdf:RDF>"), Some("RDF"));
+        assert_eq!(root_name("\n<feed xmlns='x'>"), Some("feed"));
+    }
+}

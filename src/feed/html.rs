@@ -1,0 +1,316 @@
+//! A small, fast, forgiving HTML tokenizer for feed bodies and discovery pages.
+//!
+//! It never fails: anything that is not a well-formed tag is text. The contents of
+//! `<script>`, `<style>` and the other raw-text elements come out as [`Token::RawText`],
+//! which every renderer drops.
+
+use std::borrow::Cow;
+
+use super::text::unescape_attr;
+
+/// One token of an HTML fragment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Token<'a> {
+    /// Character data, still escaped (decode with `unescape_html`).
+    Text(&'a str),
+    /// A start tag: lowercased name, raw attribute text, whether it ended in `/>`.
+    Start {
+        name: Cow<'a, str>,
+        attrs: &'a str,
+        self_closing: bool,
+    },
+    /// An end tag, lowercased.
+    End(Cow<'a, str>),
+    /// The body of a raw-text element (`script`, `style`, ...), never rendered.
+    RawText(&'a str),
+}
+
+/// Elements whose content is raw text up to the matching end tag.
+fn is_raw_text(name: &str) -> bool {
+    matches!(
+        name,
+        "script" | "style" | "textarea" | "xmp" | "iframe" | "noembed" | "noframes" | "title"
+    )
+}
+
+/// An iterator of tokens over an HTML fragment.
+pub(crate) struct Tokenizer<'a> {
+    src: &'a str,
+    pos: usize,
+    pending_raw: Option<Cow<'a, str>>,
+}
+
+impl<'a> Tokenizer<'a> {
+    /// Tokenizes `src`.
+    pub fn new(src: &'a str) -> Self {
+        Tokenizer {
+            src,
+            pos: 0,
+            pending_raw: None,
+        }
+    }
+
+    fn raw_text(&mut self, name: &str) -> Token<'a> {
+        let rest = &self.src[self.pos..];
+        let bytes = rest.as_bytes();
+        let mut i = 0;
+        while let Some(off) = rest[i..].find("</") {
+            let at = i + off;
+            let after = &bytes[at + 2..];
+            if after.len() >= name.len() && after[..name.len()].eq_ignore_ascii_case(name.as_bytes()) {
+                let next = after.get(name.len()).copied();
+                if matches!(next, None | Some(b'>' | b' ' | b'\t' | b'\n' | b'\r' | b'/')) {
+                    self.pos += at;
+                    return Token::RawText(&rest[..at]);
+                }
+            }
+            i = at + 2;
+        }
+        self.pos = self.src.len();
+        Token::RawText(rest)
+    }
+}
+
+fn lower(name: &str) -> Cow<'_, str> {
+    if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(name.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(name)
+    }
+}
+
+/// Finds the `>` that ends a tag starting at `from`, skipping quoted attribute values.
+fn tag_end(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    let mut quote = 0u8;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if quote != 0 {
+            if b == quote {
+                quote = 0;
+            }
+        } else if b == b'"' || b == b'\'' {
+            // Only a quote right after `=` (possibly spaced) opens a value.
+            let mut j = i;
+            while j > from && bytes[j - 1].is_ascii_whitespace() {
+                j -= 1;
+            }
+            if j > from && bytes[j - 1] == b'=' {
+                quote = b;
+            }
+        } else if b == b'>' {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+impl<'a> Iterator for Tokenizer<'a> {
+    type Item = Token<'a>;
+
+    fn next(&mut self) -> Option<Token<'a>> {
+        if let Some(name) = self.pending_raw.take() {
+            return Some(self.raw_text(&name));
+        }
+        let src = self.src;
+        let bytes = src.as_bytes();
+        if self.pos >= src.len() {
+            return None;
+        }
+        let start = self.pos;
+        let mut scan = start;
+        loop {
+            let Some(off) = src[scan..].find('<') else {
+                self.pos = src.len();
+                return Some(Token::Text(&src[start..]));
+            };
+            let lt = scan + off;
+            let next = bytes.get(lt + 1).copied();
+            let is_markup = match next {
+                Some(b) if b.is_ascii_alphabetic() => true,
+                Some(b'/') => bytes.get(lt + 2).is_some_and(|b| b.is_ascii_alphabetic()),
+                Some(b'!') | Some(b'?') => true,
+                _ => false,
+            };
+            if !is_markup {
+                scan = lt + 1;
+                continue;
+            }
+            if lt > start {
+                self.pos = lt;
+                return Some(Token::Text(&src[start..lt]));
+            }
+            // A tag, comment or declaration begins at `lt`.
+            if src[lt..].starts_with("<!--") {
+                let end = src[lt + 4..].find("-->").map_or(src.len(), |e| lt + 4 + e + 3);
+                self.pos = end;
+                return self.next();
+            }
+            if matches!(next, Some(b'!') | Some(b'?')) {
+                if src[lt..].starts_with("<![CDATA[") {
+                    let body_start = lt + 9;
+                    let end = src[body_start..].find("]]>");
+                    let (body, after) = match end {
+                        Some(e) => (&src[body_start..body_start + e], body_start + e + 3),
+                        None => (&src[body_start..], src.len()),
+                    };
+                    self.pos = after;
+                    return Some(Token::Text(body));
+                }
+                let end = src[lt..].find('>').map_or(src.len(), |e| lt + e + 1);
+                self.pos = end;
+                return self.next();
+            }
+            let is_end = next == Some(b'/');
+            let name_start = lt + if is_end { 2 } else { 1 };
+            let mut name_end = name_start;
+            while name_end < bytes.len()
+                && (bytes[name_end].is_ascii_alphanumeric() || matches!(bytes[name_end], b'-' | b':' | b'_'))
+            {
+                name_end += 1;
+            }
+            let Some(gt) = tag_end(bytes, name_end) else {
+                // An unterminated tag: the rest is text.
+                self.pos = src.len();
+                return Some(Token::Text(&src[lt..]));
+            };
+            self.pos = gt + 1;
+            let name = lower(&src[name_start..name_end]);
+            if is_end {
+                return Some(Token::End(name));
+            }
+            let inner = &src[name_end..gt];
+            let self_closing = inner.trim_end().ends_with('/');
+            let attrs = inner.trim_end().trim_end_matches('/');
+            if !self_closing && is_raw_text(&name) {
+                self.pending_raw = Some(name.clone());
+            }
+            return Some(Token::Start {
+                name,
+                attrs,
+                self_closing,
+            });
+        }
+    }
+}
+
+/// Iterates `(name, value)` over raw attribute text; names lowercased, values decoded.
+pub(crate) fn attributes(raw: &str) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> {
+    let bytes = raw.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < bytes.len() && (bytes[i].is_ascii_whitespace() || bytes[i] == b'/') {
+            i += 1;
+        }
+        if i >= bytes.len() {
+            return None;
+        }
+        let name_start = i;
+        while i < bytes.len() && !bytes[i].is_ascii_whitespace() && !matches!(bytes[i], b'=' | b'/') {
+            i += 1;
+        }
+        let name = lower(&raw[name_start..i]);
+        let mut j = i;
+        while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if j >= bytes.len() || bytes[j] != b'=' {
+            return Some((name, Cow::Borrowed("")));
+        }
+        j += 1;
+        while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        let value = if j < bytes.len() && (bytes[j] == b'"' || bytes[j] == b'\'') {
+            let q = bytes[j];
+            let vstart = j + 1;
+            let vend = bytes[vstart..]
+                .iter()
+                .position(|&b| b == q)
+                .map_or(bytes.len(), |p| vstart + p);
+            i = (vend + 1).min(bytes.len());
+            &raw[vstart..vend]
+        } else {
+            let vstart = j;
+            let mut vend = j;
+            while vend < bytes.len() && !bytes[vend].is_ascii_whitespace() {
+                vend += 1;
+            }
+            i = vend;
+            &raw[vstart..vend]
+        };
+        Some((name, unescape_attr(value)))
+    })
+}
+
+/// The value of attribute `name` in raw attribute text.
+pub(crate) fn attr<'a>(raw: &'a str, name: &str) -> Option<Cow<'a, str>> {
+    if raw.is_empty() {
+        return None;
+    }
+    attributes(raw).find(|(n, _)| n == name).map(|(_, v)| v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &str) -> Vec<Token<'_>> {
+        Tokenizer::new(s).collect()
+    }
+
+    #[test]
+    fn tags_text_and_comments() {
+        let t = toks("<P class=x>Hi <b>there</b><!-- no --><br/>a < b</p>");
+        assert_eq!(
+            t,
+            vec![
+                Token::Start {
+                    name: "p".into(),
+                    attrs: " class=x",
+                    self_closing: false
+                },
+                Token::Text("Hi "),
+                Token::Start {
+                    name: "b".into(),
+                    attrs: "",
+                    self_closing: false
+                },
+                Token::Text("there"),
+                Token::End("b".into()),
+                Token::Start {
+                    name: "br".into(),
+                    attrs: "",
+                    self_closing: true
+                },
+                Token::Text("a < b"),
+                Token::End("p".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn script_and_style_bodies_are_raw() {
+        let t = toks("<script>if (a < b) { x = '</div>'; }</script>ok<style>p{}</STYLE>");
+        assert_eq!(t[1], Token::RawText("if (a < b) { x = '</div>'; }"));
+        assert_eq!(t[3], Token::Text("ok"));
+        assert_eq!(t[5], Token::RawText("p{}"));
+    }
+
+    #[test]
+    fn attributes_are_parsed_forgivingly() {
+        let raw = r#" href="/a?x=1&amp;y=2" data-x='q' checked src=img.png"#;
+        let all: Vec<_> = attributes(raw).collect();
+        assert_eq!(all[0].1, "/a?x=1&y=2");
+        assert_eq!(all[1].1, "q");
+        assert_eq!(all[2], ("checked".into(), "".into()));
+        assert_eq!(attr(raw, "src").as_deref(), Some("img.png"));
+        assert_eq!(attr("title=\"a > b\"", "title").as_deref(), Some("a > b"));
+    }
+
+    #[test]
+    fn an_unterminated_tag_is_text() {
+        assert_eq!(toks("a <b"), vec![Token::Text("a "), Token::Text("<b")]);
+    }
+}

@@ -1,0 +1,225 @@
+//! Feeds: parsing to model types, stable ids, content rendering, since/limit/sort.
+//!
+//! [`parse`] turns a body into a [`RawFeed`] (nothing rendered yet); [`build`] selects,
+//! identifies and renders its items into the contract's [`FeedResult`] parts.
+
+mod content;
+pub(crate) mod date;
+mod decode;
+mod extract;
+pub(crate) mod html;
+mod ids;
+mod json;
+pub(crate) mod render;
+mod select;
+pub(crate) mod text;
+mod xml;
+
+use chrono::{DateTime, Utc};
+use url::Url;
+
+use crate::error::{Error, Result};
+use crate::model::{Enclosure, Item, Truncation};
+
+pub use content::{ContentFormat, RenderOptions};
+pub(crate) use decode::header_charset;
+pub use ids::item_id;
+pub use select::{Selection, parse_since};
+
+/// A body as the feed gave it: HTML (the usual case) or plain text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Body {
+    Html(String),
+    Text(String),
+}
+
+impl Body {
+    fn source(&self) -> &str {
+        match self {
+            Body::Html(s) | Body::Text(s) => s,
+        }
+    }
+
+    fn is_blank(&self) -> bool {
+        self.source().trim().is_empty()
+    }
+}
+
+/// One item as parsed, before selection and rendering.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RawItem {
+    pub title: Option<String>,
+    pub url: Option<String>,
+    pub guid: Option<String>,
+    pub authors: Vec<String>,
+    pub published: Option<DateTime<Utc>>,
+    pub updated: Option<DateTime<Utc>>,
+    pub summary: Option<Body>,
+    pub content: Option<Body>,
+    pub categories: Vec<String>,
+    pub enclosures: Vec<Enclosure>,
+    /// What relative links inside the bodies resolve against.
+    pub base: Option<Url>,
+}
+
+impl RawItem {
+    /// The date used for `--since` and ordering: published, else updated.
+    pub fn date(&self) -> Option<DateTime<Utc>> {
+        self.published.or(self.updated)
+    }
+}
+
+/// A parsed feed, before selection and rendering.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RawFeed {
+    pub format: &'static str,
+    pub title: Option<String>,
+    pub site_url: Option<String>,
+    pub description: Option<String>,
+    pub updated: Option<DateTime<Utc>>,
+    pub language: Option<String>,
+    pub icon: Option<String>,
+    pub items: Vec<RawItem>,
+    /// Non-fatal findings: (code, message).
+    pub warnings: Vec<(&'static str, String)>,
+}
+
+/// Warning code: the feed needed repairs to be read.
+pub const WARN_REPAIRED: &str = "FEED_REPAIRED";
+/// Warning code: one element was skipped.
+pub const WARN_ELEMENT_SKIPPED: &str = "ELEMENT_SKIPPED";
+/// Warning code: every returned item lacks a date.
+pub const WARN_UNDATED: &str = "UNDATED_ITEMS";
+/// Warning code: HTML was rendered as stripped text instead.
+pub const WARN_CONTENT_FALLBACK: &str = "CONTENT_EXTRACTION_FALLBACK";
+
+const DISCOVER_HINT: &str = "this is an HTML page, not a feed; `rss discover URL` lists the feeds it advertises";
+
+/// Parses a feed body. `doc_url` is where it was read from (relative links resolve
+/// against it); `content_type` supplies a charset.
+pub(crate) fn parse(body: Vec<u8>, content_type: Option<&str>, doc_url: Option<&Url>) -> Result<RawFeed> {
+    let text = decode::to_utf8(body, content_type);
+    let head = text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
+    if head.is_empty() {
+        return Err(Error::parse("the body is empty"));
+    }
+    let base = doc_url.filter(|u| matches!(u.scheme(), "http" | "https"));
+    if head.starts_with('{') || head.starts_with('[') {
+        return json::parse(head, base);
+    }
+    if !head.starts_with('<') {
+        return Err(Error::parse(
+            "the body is neither XML nor JSON, so it is not a feed",
+        ));
+    }
+    if looks_like_html(head) {
+        return Err(Error::parse(DISCOVER_HINT));
+    }
+    extract::parse_xml(&text, base)
+}
+
+fn looks_like_html(head: &str) -> bool {
+    let start: String = head.chars().take(512).collect::<String>().to_ascii_lowercase();
+    let start = start.trim_start();
+    if start.starts_with("<!doctype html") || start.starts_with("<html") {
+        return true;
+    }
+    // An XML prolog or comments may come first; look at the first real element.
+    let mut rest = start;
+    loop {
+        rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix("<?") {
+            rest = r.split_once("?>").map_or("", |(_, a)| a);
+        } else if let Some(r) = rest.strip_prefix("<!--") {
+            rest = r.split_once("-->").map_or("", |(_, a)| a);
+        } else if rest.starts_with("<!doctype") {
+            return rest.starts_with("<!doctype html");
+        } else {
+            return rest.starts_with("<html") || rest.starts_with("<head") || rest.starts_with("<body");
+        }
+    }
+}
+
+/// The selected, identified and rendered items of one feed.
+#[derive(Debug, Default)]
+pub(crate) struct Built {
+    pub items: Vec<Item>,
+    pub warnings: Vec<(&'static str, String)>,
+    pub omitted_by_limit: usize,
+    pub omitted_by_since: usize,
+    pub content_truncated: usize,
+}
+
+/// Selects (`--since`, sort, `--limit`), identifies and renders the items of `feed`.
+pub(crate) fn build(feed_url: &str, items: Vec<RawItem>, selection: &Selection, render: &RenderOptions) -> Built {
+    let identified: Vec<(RawItem, String, crate::model::IdSource)> = items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let (id, source) = ids::for_item(feed_url, &item, i);
+            (item, id, source)
+        })
+        .collect();
+    let selected = select::apply(identified, selection);
+    let rendered = content::render_all(selected.items, render);
+    let mut built = Built {
+        omitted_by_limit: selected.omitted_by_limit,
+        omitted_by_since: selected.omitted_by_since,
+        ..Built::default()
+    };
+    let mut fallbacks = 0;
+    for (item, fell_back) in rendered {
+        if item.content_truncated {
+            built.content_truncated += 1;
+        }
+        if fell_back {
+            fallbacks += 1;
+        }
+        built.items.push(item);
+    }
+    if fallbacks > 0 {
+        built.warnings.push((
+            WARN_CONTENT_FALLBACK,
+            format!("{fallbacks} item bodies could not be converted and are given as stripped text"),
+        ));
+    }
+    if !built.items.is_empty() && built.items.iter().all(|i| i.published.is_none() && i.updated.is_none()) {
+        built.warnings.push((
+            WARN_UNDATED,
+            "no returned item has a date; order is the feed's own and --since cannot filter them".into(),
+        ));
+    }
+    built
+}
+
+/// Adds this feed's selection counts to the run's truncation report.
+pub(crate) fn add_truncation(t: &mut Truncation, built: &Built) {
+    t.items_omitted_by_limit += built.omitted_by_limit;
+    t.items_omitted_by_since += built.omitted_by_since;
+    t.items_content_truncated += built.content_truncated;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_pages_point_at_discover() {
+        for page in [
+            "<!DOCTYPE html><html><body>x</body></html>",
+            "<?xml version=\"1.0\"?>\n<!-- c --><html xmlns=\"http://www.w3.org/1999/xhtml\"></html>",
+        ] {
+            let err = parse(page.as_bytes().to_vec(), None, None).unwrap_err();
+            assert_eq!(err.code().as_str(), "FEED_PARSE_FAILED");
+            assert!(err.to_string().contains("rss discover"), "{err}");
+        }
+    }
+
+    #[test]
+    fn non_feeds_fail_clearly() {
+        for body in ["", "   ", "hello world", "<<<<"] {
+            let err = parse(body.as_bytes().to_vec(), None, None).unwrap_err();
+            assert_eq!(err.code().as_str(), "FEED_PARSE_FAILED", "{body:?}");
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! Gate unit tests, on paused tokio time: every duration asserted here is exact.
+
+use super::*;
+use futures::FutureExt;
+
+fn key(s: &str) -> HostKey {
+    HostKey::from_url(&Url::parse(s).unwrap()).unwrap()
+}
+
+fn far() -> Instant {
+    Instant::now() + Duration::from_secs(3600)
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// Acquires, and reports how long the acquire took on the paused clock.
+async fn timed_acquire(gate: &Gate, host: &HostKey) -> (Permit, Duration) {
+    let t0 = Instant::now();
+    let permit = gate.acquire(host, far()).await.unwrap();
+    (permit, t0.elapsed())
+}
+
+#[test]
+fn host_keys_are_lowercased_with_the_default_port() {
+    assert_eq!(key("https://Example.COM/feed").as_str(), "example.com:443");
+    assert_eq!(key("http://example.com/feed").as_str(), "example.com:80");
+    assert_eq!(key("http://example.com:8080/").as_str(), "example.com:8080");
+    assert_eq!(key("http://[::1]:9000/").as_str(), "[::1]:9000");
+    assert_ne!(key("http://a.com/"), key("https://a.com/"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cold_host_acquires_at_once() {
+    let gate = Gate::new(GateParams::default());
+    let (permit, took) = timed_acquire(&gate, &key("http://a.test/")).await;
+    assert_eq!(took, Duration::ZERO);
+    assert_eq!(permit.waited(), Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cap_of_one_serializes_one_host() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    let first = gate.acquire(&a, far()).await.unwrap();
+    let mut second = Box::pin(gate.acquire(&a, far()));
+    assert!(futures::poll!(second.as_mut()).is_pending());
+    assert!(futures::poll!(second.as_mut()).is_pending());
+    drop(first);
+    let second = second.await.unwrap();
+    assert_eq!(second.host(), &a);
+}
+
+#[tokio::test(start_paused = true)]
+async fn distinct_hosts_never_wait_on_each_other() {
+    let gate = Gate::new(GateParams::default());
+    let held = gate.acquire(&key("http://a.test/"), far()).await.unwrap();
+    held.record(Outcome::Refused {
+        retry_after: Some(secs(30)),
+    });
+    let other = gate.acquire(&key("http://b.test/"), far()).now_or_never();
+    assert!(matches!(other, Some(Ok(_))));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cooldown_delays_only_its_host() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    let p = gate.acquire(&a, far()).await.unwrap();
+    p.record(Outcome::Refused { retry_after: None });
+    drop(p);
+    assert!(
+        gate.acquire(&key("http://b.test/"), far())
+            .now_or_never()
+            .is_some()
+    );
+    let (_p, took) = timed_acquire(&gate, &a).await;
+    assert_eq!(took, secs(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn refusals_without_retry_after_climb_the_ladder() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    let mut waits = Vec::new();
+    let p = gate.acquire(&a, far()).await.unwrap();
+    p.record(Outcome::Refused { retry_after: None });
+    drop(p);
+    for _ in 0..6 {
+        let (p, took) = timed_acquire(&gate, &a).await;
+        waits.push(took.as_secs());
+        p.record(Outcome::Refused { retry_after: None });
+    }
+    assert_eq!(waits, vec![2, 4, 8, 16, 32, 60]);
+}
+
+#[test]
+fn retry_after_is_capped_and_has_no_floor() {
+    let p = GateParams::default();
+    assert_eq!(cooldown(&p, 1, Some(secs(300))), secs(60));
+    assert_eq!(cooldown(&p, 5, Some(Duration::ZERO)), Duration::ZERO);
+    assert_eq!(
+        cooldown(&p, 1, Some(Duration::from_millis(300))),
+        Duration::from_millis(300)
+    );
+    assert_eq!(cooldown(&p, 40, None), secs(60));
+    let tight = GateParams {
+        max_cooldown: secs(5),
+        ..p
+    };
+    assert_eq!(cooldown(&tight, 3, None), secs(5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_taken_from_an_http_date_is_honoured() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let now = std::time::UNIX_EPOCH + secs(since_epoch.as_secs());
+    let header = httpdate::fmt_http_date(now + secs(7));
+    let ra = crate::http::parse_retry_after(&header, now);
+    assert_eq!(ra, Some(secs(7)));
+    let p = gate.acquire(&a, far()).await.unwrap();
+    p.record(Outcome::Refused { retry_after: ra });
+    drop(p);
+    let (_p, took) = timed_acquire(&gate, &a).await;
+    assert_eq!(took, secs(7));
+}
+
+#[tokio::test(start_paused = true)]
+async fn warm_spacing_is_measured_from_the_response() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    let p = gate.acquire(&a, far()).await.unwrap();
+    p.record(Outcome::Refused {
+        retry_after: Some(secs(3)),
+    });
+    drop(p);
+    // The retry waits the 3 s Retry-After, the server takes 500 ms to answer it.
+    let (p, took) = timed_acquire(&gate, &a).await;
+    assert_eq!(took, secs(3));
+    tokio::time::advance(Duration::from_millis(500)).await;
+    p.record(Outcome::Success);
+    drop(p);
+    // The next sibling goes max(1 s, last Retry-After = 3 s) after that response.
+    let (p, took) = timed_acquire(&gate, &a).await;
+    assert_eq!(took, secs(3));
+    drop(p);
+
+    // Without a Retry-After, the spacing is the sticky 1 s.
+    let b = key("http://b.test/");
+    let p = gate.acquire(&b, far()).await.unwrap();
+    p.record(Outcome::Refused { retry_after: None });
+    drop(p);
+    let (p, _) = timed_acquire(&gate, &b).await;
+    tokio::time::advance(Duration::from_millis(250)).await;
+    p.record(Outcome::Success);
+    drop(p);
+    let (_p, took) = timed_acquire(&gate, &b).await;
+    assert_eq!(took, secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_host_that_never_refused_pays_nothing_between_sends() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    for _ in 0..5 {
+        let (p, took) = timed_acquire(&gate, &a).await;
+        assert_eq!(took, Duration::ZERO);
+        p.record(Outcome::Success);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_success_steps_the_depth_down_one_rung() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    let p = gate.acquire(&a, far()).await.unwrap();
+    p.record(Outcome::Refused { retry_after: None });
+    drop(p);
+    let (p, _) = timed_acquire(&gate, &a).await;
+    p.record(Outcome::Refused { retry_after: None });
+    assert_eq!(p.depth(), 2);
+    drop(p);
+    let (p, _) = timed_acquire(&gate, &a).await;
+    p.record(Outcome::Success);
+    assert_eq!(p.depth(), 1);
+    drop(p);
+    let (p, _) = timed_acquire(&gate, &a).await;
+    p.record(Outcome::Refused { retry_after: None });
+    assert_eq!(p.depth(), 2);
+    assert_eq!(p.pacing(), secs(4));
+}
+
+#[tokio::test(start_paused = true)]
+async fn eight_concurrent_refusals_reach_depth_eight() {
+    let gate = Arc::new(Gate::new(GateParams {
+        host_concurrency: 8,
+        ..GateParams::default()
+    }));
+    let a = key("http://a.test/");
+    let mut permits = Vec::new();
+    for _ in 0..8 {
+        permits.push(gate.acquire(&a, far()).await.unwrap());
+    }
+    let tasks: Vec<_> = permits
+        .into_iter()
+        .map(|p| {
+            tokio::spawn(async move {
+                p.record(Outcome::Refused { retry_after: None });
+                p.depth()
+            })
+        })
+        .collect();
+    let mut depths = Vec::new();
+    for t in tasks {
+        depths.push(t.await.unwrap());
+    }
+    assert_eq!(depths.iter().max(), Some(&8));
+    assert_eq!(gate.snapshot()[0].depth, 8);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refusal_after_the_warm_window_starts_from_the_base() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    let p = gate.acquire(&a, far()).await.unwrap();
+    p.record(Outcome::Refused { retry_after: None });
+    drop(p);
+    let (p, _) = timed_acquire(&gate, &a).await;
+    p.record(Outcome::Refused { retry_after: None });
+    drop(p);
+    tokio::time::advance(secs(121)).await;
+    let (p, took) = timed_acquire(&gate, &a).await;
+    assert_eq!(took, Duration::ZERO);
+    p.record(Outcome::Refused { retry_after: None });
+    assert_eq!(p.depth(), 1);
+    assert_eq!(p.pacing(), secs(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_beyond_the_budget_fails_fast_without_sleeping() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    let p = gate.acquire(&a, far()).await.unwrap();
+    p.record(Outcome::Refused {
+        retry_after: Some(secs(45)),
+    });
+    drop(p);
+    let t0 = Instant::now();
+    let err = gate.acquire(&a, t0 + secs(30)).await.unwrap_err();
+    assert_eq!(t0.elapsed(), Duration::ZERO);
+    assert_eq!(err.wait, secs(45));
+    assert_eq!(err.host, a);
+}
+
+#[tokio::test(start_paused = true)]
+async fn queued_siblings_of_a_warm_host_fail_fast_when_their_turn_is_too_late() {
+    let gate = Arc::new(Gate::new(GateParams::default()));
+    let a = key("http://a.test/");
+    let p = gate.acquire(&a, far()).await.unwrap();
+    p.record(Outcome::Refused {
+        retry_after: Some(secs(10)),
+    });
+    drop(p);
+    let holder = gate.acquire(&a, far()).await.unwrap();
+    // One holder ahead, pacing 0 after its wait: the next turn is >= 10 s away.
+    let t0 = Instant::now();
+    let err = gate.acquire(&a, t0 + secs(5)).await.unwrap_err();
+    assert_eq!(t0.elapsed(), Duration::ZERO);
+    assert!(err.wait >= secs(10), "{:?}", err.wait);
+    drop(holder);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_acquire_releases_its_place_and_permit() {
+    let gate = Arc::new(Gate::new(GateParams::default()));
+    let a = key("http://a.test/");
+    let first = gate.acquire(&a, far()).await.unwrap();
+    {
+        let mut queued = Box::pin(gate.acquire(&a, far()));
+        assert!(futures::poll!(queued.as_mut()).is_pending());
+    }
+    // A holder whose task is aborted frees the host too.
+    drop(first);
+    let g = gate.clone();
+    let k = a.clone();
+    let task = tokio::spawn(async move {
+        let _p = g.acquire(&k, far()).await.unwrap();
+        tokio::time::sleep(secs(1000)).await;
+    });
+    tokio::task::yield_now().await;
+    task.abort();
+    let _ = task.await;
+    let got = gate.acquire(&a, far()).now_or_never();
+    assert!(matches!(got, Some(Ok(_))));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_host_concurrency_of_zero_is_floored_to_one() {
+    let gate = Gate::new(GateParams {
+        host_concurrency: 0,
+        ..GateParams::default()
+    });
+    let a = key("http://a.test/");
+    let first = gate.acquire(&a, far()).now_or_never();
+    assert!(matches!(first, Some(Ok(_))));
+    assert!(gate.acquire(&a, far()).now_or_never().is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_keeps_its_permit_and_waits_the_cooldown_it_taught() {
+    let gate = Arc::new(Gate::new(GateParams::default()));
+    let a = key("http://a.test/");
+    let mut p = gate.acquire(&a, far()).await.unwrap();
+    p.record(Outcome::Refused { retry_after: None });
+    // A sibling arriving now queues behind the retry.
+    let mut sibling = Box::pin(gate.acquire(&a, far()));
+    assert!(futures::poll!(sibling.as_mut()).is_pending());
+    let t0 = Instant::now();
+    p.pace(far()).await.unwrap();
+    assert_eq!(t0.elapsed(), secs(2));
+    p.record(Outcome::Success);
+    drop(p);
+    let t1 = Instant::now();
+    let _s = sibling.await.unwrap();
+    assert_eq!(t1.elapsed(), secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_whose_cooldown_passes_the_deadline_fails_at_once() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    let mut p = gate.acquire(&a, far()).await.unwrap();
+    p.record(Outcome::Refused {
+        retry_after: Some(secs(20)),
+    });
+    let t0 = Instant::now();
+    let err = p.pace(t0 + secs(10)).await.unwrap_err();
+    assert_eq!(t0.elapsed(), Duration::ZERO);
+    assert_eq!(err.wait, secs(20));
+}
+
+#[tokio::test(start_paused = true)]
+async fn restored_state_delays_the_first_send() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    gate.restore(&a, secs(5), secs(100), 3, None);
+    let (p, took) = timed_acquire(&gate, &a).await;
+    assert_eq!(took, secs(5));
+    p.record(Outcome::Refused { retry_after: None });
+    assert_eq!(p.depth(), 4);
+}
