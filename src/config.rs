@@ -152,6 +152,32 @@ impl Config {
     }
 }
 
+/// Parses a duration: a number with a unit (`90s`, `30m`, `2h`, `7d`, `1w`); a bare number
+/// is seconds.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let t = s.trim();
+    if t.is_empty() {
+        return None;
+    }
+    let (num, unit) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&t[..i], c.to_ascii_lowercase()),
+        _ => (t, 's'),
+    };
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = num.parse().ok()?;
+    let secs = match unit {
+        's' => Some(n),
+        'm' => n.checked_mul(60),
+        'h' => n.checked_mul(3600),
+        'd' => n.checked_mul(86_400),
+        'w' => n.checked_mul(604_800),
+        _ => None,
+    }?;
+    (secs <= 100 * 365 * 86_400).then(|| Duration::from_secs(secs))
+}
+
 fn env_number(env: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Option<u64>> {
     let Some(raw) = env(name) else {
         return Ok(None);
@@ -233,8 +259,23 @@ mod tests {
     }
 
     #[test]
+    fn durations_read_every_unit() {
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("30m"), Some(Duration::from_secs(1800)));
+        assert_eq!(parse_duration("2h"), Some(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("7d"), Some(Duration::from_secs(604_800)));
+        assert_eq!(parse_duration("45"), Some(Duration::from_secs(45)));
+        for bad in ["", "x", "5y", "-1h", "1.5h", "99999999999999d"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
     fn the_default_user_agent_names_tool_version_and_repository() {
-        assert!(DEFAULT_USER_AGENT.starts_with(&format!("rss/{} (+https://", env!("CARGO_PKG_VERSION"))));
+        assert!(
+            DEFAULT_USER_AGENT
+                .starts_with(&format!("rss/{} (+https://", env!("CARGO_PKG_VERSION")))
+        );
         assert!(DEFAULT_USER_AGENT.contains(env!("CARGO_PKG_REPOSITORY")));
     }
 }

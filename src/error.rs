@@ -65,6 +65,32 @@ impl ErrorCode {
             ErrorCode::Internal => "INTERNAL_ERROR",
         }
     }
+
+    /// What this code tells a caller to do, in one line.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ErrorCode::Usage => "the arguments are wrong; fix them, do not retry as is",
+            ErrorCode::InvalidUrl => "the input is not an http(s) URL or readable path",
+            ErrorCode::Network => {
+                "the host could not be reached or broke off (details.kind); retrying later may work"
+            }
+            ErrorCode::FeedFetchFailed => {
+                "the origin answered with an error status (details.http_status); a 403 is a block, not a window"
+            }
+            ErrorCode::FeedParseFailed => {
+                "the body is not a feed; for a web page, call discover_feeds"
+            }
+            ErrorCode::RateLimited => {
+                "the host asked to be left alone; wait details.retry_after_seconds before asking for it again"
+            }
+            ErrorCode::ResponseTooLarge => {
+                "too big: follow details.suggested_limit or suggested_max_content_chars"
+            }
+            ErrorCode::Io => "a local file could not be read or written",
+            ErrorCode::NotFound => "no such item; list current ids with fetch_feed",
+            ErrorCode::Internal => "a bug in rss; report it",
+        }
+    }
 }
 
 /// What kind of network failure a `NETWORK_ERROR` is (`details.kind`).

@@ -223,21 +223,20 @@ impl Gate {
             state.waiting += 1;
         }
         let waiting = WaitingGuard(&slot);
-        let permit = match tokio::time::timeout_at(deadline, slot.permits.clone().acquire_owned())
-            .await
-        {
-            Ok(Ok(permit)) => permit,
-            // The semaphore is never closed; treat it like a timeout to stay total.
-            Ok(Err(_)) | Err(_) => {
-                let state = slot.state();
-                let now = Instant::now();
-                let ahead = state.waiting.saturating_sub(1) + self.holders(&slot);
-                let wait = self
-                    .estimate(&state, now, ahead)
-                    .max(self.params.sticky_spacing);
-                return Err(throttled(wait));
-            }
-        };
+        let permit =
+            match tokio::time::timeout_at(deadline, slot.permits.clone().acquire_owned()).await {
+                Ok(Ok(permit)) => permit,
+                // The semaphore is never closed; treat it like a timeout to stay total.
+                Ok(Err(_)) | Err(_) => {
+                    let state = slot.state();
+                    let now = Instant::now();
+                    let ahead = state.waiting.saturating_sub(1) + self.holders(&slot);
+                    let wait = self
+                        .estimate(&state, now, ahead)
+                        .max(self.params.sticky_spacing);
+                    return Err(throttled(wait));
+                }
+            };
         drop(waiting);
 
         let mut permit = Permit {
@@ -293,10 +292,7 @@ impl Gate {
 
     /// Hosts that may not be sent to right now.
     pub fn cooling_hosts(&self) -> usize {
-        self.snapshot()
-            .iter()
-            .filter(|h| !h.wait.is_zero())
-            .count()
+        self.snapshot().iter().filter(|h| !h.wait.is_zero()).count()
     }
 
     /// Restores learned state for `key` (from a previous process): the host may not be

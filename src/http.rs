@@ -136,7 +136,9 @@ impl Client {
             attempts: 0,
             gate_wait: Duration::ZERO,
         };
-        ex.result = self.get_inner(&req, &mut ex.attempts, &mut ex.gate_wait).await;
+        ex.result = self
+            .get_inner(&req, &mut ex.attempts, &mut ex.gate_wait)
+            .await;
         ex
     }
 
@@ -257,7 +259,11 @@ impl Client {
             .get(url.clone())
             .header(header::ACCEPT, HeaderValue::from_static(req.accept));
         if let Some(v) = &req.validators {
-            if let Some(etag) = v.etag.as_deref().and_then(|e| HeaderValue::from_str(e).ok()) {
+            if let Some(etag) = v
+                .etag
+                .as_deref()
+                .and_then(|e| HeaderValue::from_str(e).ok())
+            {
                 builder = builder.header(header::IF_NONE_MATCH, etag);
             }
             if let Some(lm) = v
@@ -363,7 +369,11 @@ fn is_refusal(status: StatusCode, headers: &HeaderMap) -> bool {
         || (status == StatusCode::SERVICE_UNAVAILABLE && headers.contains_key(header::RETRY_AFTER))
 }
 
-fn gate_refusal(t: Throttled, http_status: Option<StatusCode>, retry_after: Option<String>) -> Error {
+fn gate_refusal(
+    t: Throttled,
+    http_status: Option<StatusCode>,
+    retry_after: Option<String>,
+) -> Error {
     Error::RateLimited {
         wait: t.wait,
         http_status: http_status.map(|s| s.as_u16()),
@@ -457,7 +467,9 @@ fn classify(e: &reqwest::Error) -> NetworkKind {
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        return Some(Duration::from_secs(value.parse::<u64>().unwrap_or(u64::MAX)));
+        return Some(Duration::from_secs(
+            value.parse::<u64>().unwrap_or(u64::MAX),
+        ));
     }
     let at = httpdate::parse_http_date(value).ok()?;
     at.duration_since(now).ok().filter(|d| !d.is_zero())
@@ -470,10 +482,16 @@ mod tests {
     #[test]
     fn retry_after_reads_seconds_and_http_dates() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        assert_eq!(parse_retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(Duration::from_secs(120))
+        );
         assert_eq!(parse_retry_after(" 0 ", now), Some(Duration::ZERO));
         let later = httpdate::fmt_http_date(now + Duration::from_secs(90));
-        assert_eq!(parse_retry_after(&later, now), Some(Duration::from_secs(90)));
+        assert_eq!(
+            parse_retry_after(&later, now),
+            Some(Duration::from_secs(90))
+        );
         let past = httpdate::fmt_http_date(now - Duration::from_secs(90));
         assert_eq!(parse_retry_after(&past, now), None);
         assert_eq!(parse_retry_after("soon", now), None);

@@ -1,16 +1,38 @@
-//! `rss`: fetch RSS, Atom and JSON feeds on request and return clean, stable JSON.
+//! `rss`: fetch RSS, Atom and JSON feeds on request and return clean, stable JSON, from a
+//! CLI and an MCP server that share one core.
 //!
 //! - `model`    — the output contract (serde + schemars types, `SCHEMA_VERSION`)
 //! - `error`    — the one error enum, stable codes, details, exit codes
 //! - `config`   — runtime parameters and defaults; the one reader of `RSS_*` variables
 //! - `gate`     — the per-host request gate: permits, pacing, learned cooldowns
 //! - `http`     — the shared client: gated conditional GETs within size and time limits
+//! - `schedule` — running a batch: per-host queues, no head-of-line blocking
+//! - `cache`    — the atomic file cache, its listing and clearing
 //! - `feed`     — parsing, stable ids, content rendering, since/limit/sort
+//! - `discover` — feed autodiscovery from an HTML page
+//! - `inputs`   — arguments, stdin, `--input`, `--opml`: merged, classified, de-duplicated
+//! - `ops`      — the operations both front ends call (fetch, discover, show, cache)
+//! - `output`   — json / ndjson / text rendering, schema emission
+//! - `cli`      — the clap surface and the one exit path
+//! - `mcp`      — the MCP server: tools delegate to `ops`, one shared client and cache
 #![forbid(unsafe_code)]
 
+pub mod cache;
+pub mod cli;
 pub mod config;
+pub mod discover;
 pub mod error;
 pub mod feed;
 pub mod gate;
 pub mod http;
+pub mod inputs;
+pub mod mcp;
 pub mod model;
+pub mod ops;
+pub mod output;
+pub mod schedule;
+
+pub use config::Config;
+pub use error::{Error, ErrorCode, Result};
+pub use model::{FetchOutput, SCHEMA_VERSION};
+pub use ops::Context;

@@ -1,1 +1,5 @@
-fn main(){}
+//! The `rss` binary: everything happens in `rss::cli`.
+
+fn main() -> std::process::ExitCode {
+    rss::cli::main()
+}

@@ -59,7 +59,11 @@ pub fn estimate_tokens(s: &str) -> usize {
 }
 
 /// Renders a body; `Err` when HTML could not be converted (the caller falls back).
-fn render_body(body: &Body, format: ContentFormat, base: Option<&url::Url>) -> Result<String, Unconvertible> {
+fn render_body(
+    body: &Body,
+    format: ContentFormat,
+    base: Option<&url::Url>,
+) -> Result<String, Unconvertible> {
     match (body, format) {
         (_, ContentFormat::None) => Ok(String::new()),
         (Body::Html(h), ContentFormat::Markdown) => to_markdown(h, base),
@@ -137,7 +141,10 @@ fn render_one(raw: RawItem, id: String, id_source: IdSource, opts: &RenderOption
 }
 
 /// Renders every item (in parallel: the work per item is independent), keeping order.
-pub(super) fn render_all(items: Vec<(RawItem, String, IdSource)>, opts: &RenderOptions) -> Vec<(Item, bool)> {
+pub(super) fn render_all(
+    items: Vec<(RawItem, String, IdSource)>,
+    opts: &RenderOptions,
+) -> Vec<(Item, bool)> {
     if items.len() < 64 {
         return items
             .into_iter()
@@ -172,13 +179,21 @@ mod tests {
         assert_eq!(item.content.as_deref(), Some("hél"));
         assert!(item.content_truncated);
         assert_eq!(item.content_tokens_est, 1);
-        assert_eq!(item.content_hash.as_deref(), Some(&ids::short_hash("<p>héllo</p>")[..]));
+        assert_eq!(
+            item.content_hash.as_deref(),
+            Some(&ids::short_hash("<p>héllo</p>")[..])
+        );
     }
 
     #[test]
     fn unconvertible_html_falls_back_to_stripped_text() {
         let html = "<blockquote>".repeat(100) + "deep";
-        let (item, fell_back) = render_one(raw(&html), "id".into(), IdSource::Link, &RenderOptions::default());
+        let (item, fell_back) = render_one(
+            raw(&html),
+            "id".into(),
+            IdSource::Link,
+            &RenderOptions::default(),
+        );
         assert!(fell_back);
         assert_eq!(item.content.as_deref(), Some("deep"));
     }

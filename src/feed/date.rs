@@ -2,7 +2,9 @@
 //! or without a zone, and the common variants feeds really contain. Anything else is
 //! `None`; a date never fails a feed.
 
-use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, TimeZone, Utc};
+use chrono::{
+    DateTime, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, TimeZone, Utc,
+};
 
 /// Formats a time as the contract's UTC RFC 3339 (`2026-06-01T10:00:00Z`).
 pub(crate) fn format(t: &DateTime<Utc>) -> String {
@@ -42,8 +44,13 @@ fn parse_iso(s: &str) -> Option<DateTime<Utc>> {
     let (month, day);
     if b.get(i) == Some(&b'-') || b.get(i) == Some(&b'/') {
         let sep = b[i];
-        month = digits(i + 1, 2).or_else(|| digits(i + 1, 1).filter(|_| b.get(i + 2) == Some(&sep)))?;
-        i += if month >= 10 || b.get(i + 1) == Some(&b'0') { 3 } else { 2 };
+        month =
+            digits(i + 1, 2).or_else(|| digits(i + 1, 1).filter(|_| b.get(i + 2) == Some(&sep)))?;
+        i += if month >= 10 || b.get(i + 1) == Some(&b'0') {
+            3
+        } else {
+            2
+        };
         if b.get(i) == Some(&sep) {
             let d2 = digits(i + 1, 2);
             day = match d2 {
@@ -75,7 +82,10 @@ fn parse_iso(s: &str) -> Option<DateTime<Utc>> {
     if rest.trim().is_empty() {
         return Some(Utc.from_utc_datetime(&date.and_time(NaiveTime::MIN)));
     }
-    let rest = rest.strip_prefix(['T', 't', ' ']).unwrap_or(rest).trim_start();
+    let rest = rest
+        .strip_prefix(['T', 't', ' '])
+        .unwrap_or(rest)
+        .trim_start();
     let (time, zone) = split_time_zone(rest)?;
     let naive = NaiveDateTime::new(date, time);
     with_zone(naive, zone.trim())
@@ -200,8 +210,14 @@ fn numeric_offset(s: &str) -> Option<i32> {
     }
     let (h, m) = match digits.len() {
         1 | 2 => (digits.parse::<i32>().ok()?, 0),
-        3 => (digits[..1].parse::<i32>().ok()?, digits[1..].parse::<i32>().ok()?),
-        4 => (digits[..2].parse::<i32>().ok()?, digits[2..].parse::<i32>().ok()?),
+        3 => (
+            digits[..1].parse::<i32>().ok()?,
+            digits[1..].parse::<i32>().ok()?,
+        ),
+        4 => (
+            digits[..2].parse::<i32>().ok()?,
+            digits[2..].parse::<i32>().ok()?,
+        ),
         _ => return None,
     };
     if h > 23 || m > 59 {
@@ -244,7 +260,11 @@ fn parse_loose(s: &str) -> Option<DateTime<Utc>> {
     let mut expanded: Vec<String> = Vec::new();
     for t in tokens.drain(..) {
         if !t.contains(':') && t.contains(['-', '/', '.']) && !t.starts_with(['+', '-']) {
-            expanded.extend(t.split(['-', '/', '.']).filter(|p| !p.is_empty()).map(str::to_owned));
+            expanded.extend(
+                t.split(['-', '/', '.'])
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_owned),
+            );
         } else {
             expanded.push(t.to_owned());
         }
@@ -320,26 +340,62 @@ mod tests {
 
     #[test]
     fn rfc822_with_every_kind_of_zone() {
-        assert_eq!(p("Tue, 10 Jun 2003 04:00:00 GMT").unwrap(), "2003-06-10T04:00:00Z");
-        assert_eq!(p("Tue, 10 Jun 2003 04:00:00 +0200").unwrap(), "2003-06-10T02:00:00Z");
-        assert_eq!(p("Tue, 10 Jun 2003 04:00:00 EST").unwrap(), "2003-06-10T09:00:00Z");
-        assert_eq!(p("Tue, 10 Jun 2003 04:00:00 PDT").unwrap(), "2003-06-10T11:00:00Z");
-        assert_eq!(p("10 Jun 2003 04:00 -05:30").unwrap(), "2003-06-10T09:30:00Z");
-        assert_eq!(p("Tue, 10 Jun 03 04:00:00 Z").unwrap(), "2003-06-10T04:00:00Z");
-        assert_eq!(p("Tue, 10 June 2003 04:00:00 GMT+2").unwrap(), "2003-06-10T02:00:00Z");
-        assert_eq!(p("Tue,10 Jun 2003 04:00:00 CEST").unwrap(), "2003-06-10T02:00:00Z");
-        assert_eq!(p("Wed, 9 Jun 2003 4:00:00 UT").unwrap(), "2003-06-09T04:00:00Z");
+        assert_eq!(
+            p("Tue, 10 Jun 2003 04:00:00 GMT").unwrap(),
+            "2003-06-10T04:00:00Z"
+        );
+        assert_eq!(
+            p("Tue, 10 Jun 2003 04:00:00 +0200").unwrap(),
+            "2003-06-10T02:00:00Z"
+        );
+        assert_eq!(
+            p("Tue, 10 Jun 2003 04:00:00 EST").unwrap(),
+            "2003-06-10T09:00:00Z"
+        );
+        assert_eq!(
+            p("Tue, 10 Jun 2003 04:00:00 PDT").unwrap(),
+            "2003-06-10T11:00:00Z"
+        );
+        assert_eq!(
+            p("10 Jun 2003 04:00 -05:30").unwrap(),
+            "2003-06-10T09:30:00Z"
+        );
+        assert_eq!(
+            p("Tue, 10 Jun 03 04:00:00 Z").unwrap(),
+            "2003-06-10T04:00:00Z"
+        );
+        assert_eq!(
+            p("Tue, 10 June 2003 04:00:00 GMT+2").unwrap(),
+            "2003-06-10T02:00:00Z"
+        );
+        assert_eq!(
+            p("Tue,10 Jun 2003 04:00:00 CEST").unwrap(),
+            "2003-06-10T02:00:00Z"
+        );
+        assert_eq!(
+            p("Wed, 9 Jun 2003 4:00:00 UT").unwrap(),
+            "2003-06-09T04:00:00Z"
+        );
         assert_eq!(p("Tue, 10 Jun 2003").unwrap(), "2003-06-10T00:00:00Z");
-        assert_eq!(p("Tue, 10 Jun 2003 04:00:00 XYZT").unwrap(), "2003-06-10T04:00:00Z");
+        assert_eq!(
+            p("Tue, 10 Jun 2003 04:00:00 XYZT").unwrap(),
+            "2003-06-10T04:00:00Z"
+        );
     }
 
     #[test]
     fn iso_dates_with_and_without_zones() {
         assert_eq!(p("2026-06-01T10:00:00Z").unwrap(), "2026-06-01T10:00:00Z");
-        assert_eq!(p("2026-06-01T10:00:00.123+02:00").unwrap(), "2026-06-01T08:00:00Z");
+        assert_eq!(
+            p("2026-06-01T10:00:00.123+02:00").unwrap(),
+            "2026-06-01T08:00:00Z"
+        );
         assert_eq!(p("2026-06-01T10:00:00").unwrap(), "2026-06-01T10:00:00Z");
         assert_eq!(p("2026-06-01 10:00").unwrap(), "2026-06-01T10:00:00Z");
-        assert_eq!(p("2026-06-01T10:00:00+0530").unwrap(), "2026-06-01T04:30:00Z");
+        assert_eq!(
+            p("2026-06-01T10:00:00+0530").unwrap(),
+            "2026-06-01T04:30:00Z"
+        );
         assert_eq!(p("2026-06-01").unwrap(), "2026-06-01T00:00:00Z");
         assert_eq!(p("2026-06").unwrap(), "2026-06-01T00:00:00Z");
         assert_eq!(p("20260601T101500Z").unwrap(), "2026-06-01T10:15:00Z");
@@ -348,15 +404,32 @@ mod tests {
 
     #[test]
     fn other_common_shapes() {
-        assert_eq!(p("June 1, 2026 10:00:00 PM EST").unwrap(), "2026-06-02T03:00:00Z");
-        assert_eq!(p("Mon Jun 01 10:00:00 2026").unwrap(), "2026-06-01T10:00:00Z");
-        assert_eq!(p("01-Jun-2026 10:00:00 GMT").unwrap(), "2026-06-01T10:00:00Z");
+        assert_eq!(
+            p("June 1, 2026 10:00:00 PM EST").unwrap(),
+            "2026-06-02T03:00:00Z"
+        );
+        assert_eq!(
+            p("Mon Jun 01 10:00:00 2026").unwrap(),
+            "2026-06-01T10:00:00Z"
+        );
+        assert_eq!(
+            p("01-Jun-2026 10:00:00 GMT").unwrap(),
+            "2026-06-01T10:00:00Z"
+        );
         assert_eq!(p("2026/06/01 10:00:00").unwrap(), "2026-06-01T10:00:00Z");
     }
 
     #[test]
     fn garbage_is_none() {
-        for s in ["", "yesterday", "not a date at all", "2026-13-45", "32 Jun 2026", "99:99", "Tue, 10 Foo 2003"] {
+        for s in [
+            "",
+            "yesterday",
+            "not a date at all",
+            "2026-13-45",
+            "32 Jun 2026",
+            "99:99",
+            "Tue, 10 Foo 2003",
+        ] {
             assert_eq!(p(s), None, "{s}");
         }
     }

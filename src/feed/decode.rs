@@ -41,7 +41,11 @@ pub(crate) fn to_utf8(bytes: Vec<u8>, content_type: Option<&str>) -> String {
     let declared = from_header.or_else(|| declared_encoding(&bytes));
     match declared {
         Some(enc) if enc == UTF_8 => utf8_or_lossy(bytes),
-        Some(enc) if is_western_single_byte(enc) && !bytes.is_ascii() && std::str::from_utf8(&bytes).is_ok() => {
+        Some(enc)
+            if is_western_single_byte(enc)
+                && !bytes.is_ascii()
+                && std::str::from_utf8(&bytes).is_ok() =>
+        {
             utf8_or_lossy(bytes)
         }
         Some(enc) => decode_with(enc.output_encoding(), &bytes),
@@ -81,7 +85,10 @@ mod tests {
 
     #[test]
     fn the_xml_declaration_and_bom_are_read() {
-        let s = to_utf8(b"<?xml version=\"1.0\" encoding=\"windows-1252\"?><t>\x93q\x94</t>".to_vec(), None);
+        let s = to_utf8(
+            b"<?xml version=\"1.0\" encoding=\"windows-1252\"?><t>\x93q\x94</t>".to_vec(),
+            None,
+        );
         assert!(s.contains("\u{201c}q\u{201d}"));
         let mut utf16 = vec![0xFF, 0xFE];
         for u in "<t>é</t>".encode_utf16() {
@@ -92,7 +99,10 @@ mod tests {
 
     #[test]
     fn a_latin1_header_on_a_utf8_body_is_overruled() {
-        let s = to_utf8("<t>café</t>".as_bytes().to_vec(), Some("text/xml; charset=iso-8859-1"));
+        let s = to_utf8(
+            "<t>café</t>".as_bytes().to_vec(),
+            Some("text/xml; charset=iso-8859-1"),
+        );
         assert_eq!(s, "<t>café</t>");
     }
 

@@ -21,11 +21,13 @@ pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
         items.push(item(&el, atom_mode, &mut skipped));
     });
     let Some(root) = doc.root else {
-        return Err(Error::parse("no XML element could be read, so this is not a feed"));
+        return Err(Error::parse(
+            "no XML element could be read, so this is not a feed",
+        ));
     };
     let root_lower = root.name.to_ascii_lowercase();
     if root_lower == "html" {
-        return Err(Error::parse(super::DISCOVER_HINT));
+        return Err(Error::parse(super::discover_hint(base)));
     }
     let format = match root_lower.as_str() {
         "rss" | "channel" => "rss",
@@ -155,7 +157,9 @@ fn text_construct(e: &Element, text_by_default: bool, skipped: &mut Vec<String>)
             .elements()
             .filter(|c| c.name.eq_ignore_ascii_case("div"))
             .collect::<Vec<_>>();
-        let only_div = wrapper.len() == 1 && e.elements().count() == 1 && e.text().trim() == wrapper[0].text().trim();
+        let only_div = wrapper.len() == 1
+            && e.elements().count() == 1
+            && e.text().trim() == wrapper[0].text().trim();
         Body::Html(if only_div {
             wrapper[0].inner_markup()
         } else {
@@ -225,11 +229,18 @@ fn push_unique(list: &mut Vec<String>, value: Option<String>) {
     }
 }
 
-fn enclosure(url: Option<&str>, ty: Option<&str>, len: Option<&str>, base: Option<&Url>) -> Option<Enclosure> {
+fn enclosure(
+    url: Option<&str>,
+    ty: Option<&str>,
+    len: Option<&str>,
+    base: Option<&Url>,
+) -> Option<Enclosure> {
     Some(Enclosure {
         url: resolve(base, url?)?,
         mime_type: ty.and_then(non_empty),
-        length: len.and_then(|l| l.trim().parse::<u64>().ok()).filter(|n| *n > 0),
+        length: len
+            .and_then(|l| l.trim().parse::<u64>().ok())
+            .filter(|n| *n > 0),
     })
 }
 
@@ -276,37 +287,45 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
         it.guid = non_empty(about);
     }
     let mut media: Vec<&Element> = Vec::new();
+    let mut content_base = None;
     for c in el.elements() {
         let atomish = is_atomish(c, atom_mode);
         let rssish = RSSISH.contains(&c.ns) && !atomish;
         let name = c.name.to_ascii_lowercase();
         match (c.ns, name.as_str()) {
-            (_, "title") if atomish || rssish => {
-                if title.is_none() {
-                    title = plain(text_construct(c, atomish, skipped));
-                }
+            (_, "title") if (atomish || rssish) && title.is_none() => {
+                title = plain(text_construct(c, atomish, skipped));
             }
-            (Ns::Dc, "title") | (Ns::Media, "title") => {
-                if title_fallback.is_none() {
-                    title_fallback = non_empty(collapse_ws(&c.text()));
-                }
+            (Ns::Dc, "title") | (Ns::Media, "title") if title_fallback.is_none() => {
+                title_fallback = non_empty(collapse_ws(&c.text()));
             }
             (_, "link") if atomish || rssish => {
                 if let Some(href) = c.attr("href") {
-                    let rel = c.attr("rel").unwrap_or("alternate").trim().to_ascii_lowercase();
+                    let rel = c
+                        .attr("rel")
+                        .unwrap_or("alternate")
+                        .trim()
+                        .to_ascii_lowercase();
                     let href = resolve(c.base.as_deref(), href);
                     match rel.as_str() {
                         "alternate" => {
                             let html = c.attr("type").is_none_or(|t| t.contains("html"));
                             if let Some(h) = href
-                                && alternate.as_ref().is_none_or(|(was_html, _)| html && !was_html)
+                                && alternate
+                                    .as_ref()
+                                    .is_none_or(|(was_html, _)| html && !was_html)
                             {
                                 alternate = Some((html, h));
                             }
                         }
                         "enclosure" => push_enclosure(
                             &mut it.enclosures,
-                            enclosure(c.attr("href"), c.attr("type"), c.attr("length"), c.base.as_deref()),
+                            enclosure(
+                                c.attr("href"),
+                                c.attr("type"),
+                                c.attr("length"),
+                                c.base.as_deref(),
+                            ),
                         ),
                         _ => {}
                     }
@@ -316,7 +335,9 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
             }
             (_, "guid") if rssish => {
                 let g = non_empty(c.text());
-                let permalink = !c.attr("isPermaLink").is_some_and(|v| v.trim().eq_ignore_ascii_case("false"));
+                let permalink = !c
+                    .attr("isPermaLink")
+                    .is_some_and(|v| v.trim().eq_ignore_ascii_case("false"));
                 if permalink
                     && let Some(g) = &g
                     && (g.starts_with("http://") || g.starts_with("https://"))
@@ -332,50 +353,60 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
             (Ns::Dc, "creator") => push_unique(&mut it.authors, person_name(&c.text())),
             (Ns::Itunes, "author") => author_fallback = person_name(&c.text()),
             (_, "pubdate") if rssish => set_once(&mut dates.published[0], c.text()),
-            (_, "published") | (_, "issued") if atomish => set_once(&mut dates.published[1], c.text()),
+            (_, "published") | (_, "issued") if atomish => {
+                set_once(&mut dates.published[1], c.text())
+            }
             (Ns::Dc, "date") => set_once(&mut dates.published[2], c.text()),
-            (Ns::Dcterms, "issued") | (Ns::Dcterms, "created") => set_once(&mut dates.published[3], c.text()),
-            (_, "updated") | (_, "modified") if atomish => set_once(&mut dates.updated[0], c.text()),
+            (Ns::Dcterms, "issued") | (Ns::Dcterms, "created") => {
+                set_once(&mut dates.published[3], c.text())
+            }
+            (_, "updated") | (_, "modified") if atomish => {
+                set_once(&mut dates.updated[0], c.text())
+            }
             (Ns::Dcterms, "modified") => set_once(&mut dates.updated[1], c.text()),
-            (_, "description") if rssish => {
-                if it.summary.is_none() {
-                    it.summary = text_construct(c, false, skipped);
-                }
+            (_, "description") if rssish && it.summary.is_none() => {
+                it.summary = text_construct(c, false, skipped);
             }
-            (_, "summary") if atomish => {
-                if it.summary.is_none() {
-                    it.summary = text_construct(c, true, skipped);
-                }
+            (_, "summary") if atomish && it.summary.is_none() => {
+                it.summary = text_construct(c, true, skipped);
             }
-            (Ns::Content, "encoded") => {
-                if it.content.is_none() {
-                    it.content = text_construct(c, false, skipped);
-                }
+            (Ns::Content, "encoded") if it.content.is_none() => {
+                it.content = text_construct(c, false, skipped);
+                content_base = c.base.as_deref().cloned();
             }
-            (_, "content") if atomish => {
-                if it.content.is_none() && c.attr("src").is_none() {
-                    it.content = text_construct(c, true, skipped);
-                }
+            (_, "content") if atomish && it.content.is_none() && c.attr("src").is_none() => {
+                it.content = text_construct(c, true, skipped);
+                content_base = c.base.as_deref().cloned();
             }
-            (Ns::Xhtml, "body") | (Ns::Xhtml, "div") => {
-                if it.content.is_none() {
-                    it.content = Some(Body::Html(c.inner_markup())).filter(|b| !b.is_blank());
-                }
+            (Ns::Xhtml, "body") | (Ns::Xhtml, "div") if it.content.is_none() => {
+                it.content = Some(Body::Html(c.inner_markup())).filter(|b| !b.is_blank());
             }
             (_, "category") if atomish => {
-                push_unique(&mut it.categories, c.attr("term").or(c.attr("label")).and_then(non_empty));
+                push_unique(
+                    &mut it.categories,
+                    c.attr("term").or(c.attr("label")).and_then(non_empty),
+                );
             }
-            (_, "category") if rssish => push_unique(&mut it.categories, non_empty(collapse_ws(&c.text()))),
-            (Ns::Dc, "subject") => push_unique(&mut it.categories, non_empty(collapse_ws(&c.text()))),
+            (_, "category") if rssish => {
+                push_unique(&mut it.categories, non_empty(collapse_ws(&c.text())))
+            }
+            (Ns::Dc, "subject") => {
+                push_unique(&mut it.categories, non_empty(collapse_ws(&c.text())))
+            }
             (_, "enclosure") if rssish => push_enclosure(
                 &mut it.enclosures,
-                enclosure(c.attr("url"), c.attr("type"), c.attr("length"), c.base.as_deref()),
+                enclosure(
+                    c.attr("url"),
+                    c.attr("type"),
+                    c.attr("length"),
+                    c.base.as_deref(),
+                ),
             ),
             (Ns::Media, "content") | (Ns::Media, "group") => media.push(c),
-            (Ns::Media, "description") | (Ns::Itunes, "summary") | (Ns::Itunes, "subtitle") => {
-                if summary_fallback.is_none() {
-                    summary_fallback = text_construct(c, c.ns == Ns::Itunes, skipped);
-                }
+            (Ns::Media, "description") | (Ns::Itunes, "summary") | (Ns::Itunes, "subtitle")
+                if summary_fallback.is_none() =>
+            {
+                summary_fallback = text_construct(c, c.ns == Ns::Itunes, skipped);
             }
             _ => {}
         }
@@ -393,15 +424,26 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
             match c.name.to_ascii_lowercase().as_str() {
                 "content" => push_enclosure(
                     &mut it.enclosures,
-                    enclosure(c.attr("url"), c.attr("type"), c.attr("fileSize"), c.base.as_deref()),
+                    enclosure(
+                        c.attr("url"),
+                        c.attr("type"),
+                        c.attr("fileSize"),
+                        c.base.as_deref(),
+                    ),
                 ),
-                "title" if title_fallback.is_none() => title_fallback = non_empty(collapse_ws(&c.text())),
+                "title" if title_fallback.is_none() => {
+                    title_fallback = non_empty(collapse_ws(&c.text()))
+                }
                 "description" if summary_fallback.is_none() => {
                     summary_fallback = text_construct(c, true, skipped);
                 }
                 _ => {}
             }
         }
+    }
+    // Links inside the body resolve against the body's own xml:base.
+    if it.content.is_some() && content_base.is_some() {
+        it.base = content_base;
     }
     it.title = title.or(title_fallback);
     it.url = alternate.map(|(_, h)| h).or(rss_link).or(permalink_guid);
@@ -424,17 +466,26 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
     let mut logo = None;
     let mut image_url = None;
     let mut itunes_image = None;
-    for c in ch.elements().chain(root.elements().filter(|e| e.name.eq_ignore_ascii_case("image"))) {
+    for c in ch.elements().chain(
+        root.elements()
+            .filter(|e| e.name.eq_ignore_ascii_case("image")),
+    ) {
         let atomish = is_atomish(c, atom_mode);
         let rssish = RSSISH.contains(&c.ns) && !atomish;
         match (c.ns, c.name.to_ascii_lowercase().as_str()) {
             (_, "title") if (atomish || rssish) && feed.title.is_none() => {
                 feed.title = plain(text_construct(c, atomish, &mut skipped));
             }
-            (Ns::Dc, "title") if feed.title.is_none() => feed.title = non_empty(collapse_ws(&c.text())),
+            (Ns::Dc, "title") if feed.title.is_none() => {
+                feed.title = non_empty(collapse_ws(&c.text()))
+            }
             (_, "link") if atomish || rssish => {
                 if let Some(href) = c.attr("href") {
-                    let rel = c.attr("rel").unwrap_or("alternate").trim().to_ascii_lowercase();
+                    let rel = c
+                        .attr("rel")
+                        .unwrap_or("alternate")
+                        .trim()
+                        .to_ascii_lowercase();
                     if rel == "alternate" && feed.site_url.is_none() {
                         feed.site_url = resolve(c.base.as_deref(), href);
                     }
@@ -442,7 +493,9 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
                     feed.site_url = resolve(c.base.as_deref(), &c.text());
                 }
             }
-            (_, "description") if rssish => feed.description = plain(text_construct(c, false, &mut skipped)),
+            (_, "description") if rssish => {
+                feed.description = plain(text_construct(c, false, &mut skipped))
+            }
             (_, "subtitle") | (_, "tagline") if atomish => {
                 feed.description = plain(text_construct(c, true, &mut skipped));
             }
@@ -493,15 +546,27 @@ mod tests {
 
     #[test]
     fn person_names_come_out_of_every_shape() {
-        assert_eq!(person_name("jo@example.com (Jo Doe)").as_deref(), Some("Jo Doe"));
-        assert_eq!(person_name("Jo Doe <jo@example.com>").as_deref(), Some("Jo Doe"));
-        assert_eq!(person_name("jo@example.com").as_deref(), Some("jo@example.com"));
+        assert_eq!(
+            person_name("jo@example.com (Jo Doe)").as_deref(),
+            Some("Jo Doe")
+        );
+        assert_eq!(
+            person_name("Jo Doe <jo@example.com>").as_deref(),
+            Some("Jo Doe")
+        );
+        assert_eq!(
+            person_name("jo@example.com").as_deref(),
+            Some("jo@example.com")
+        );
         assert_eq!(person_name("  Jo  Doe ").as_deref(), Some("Jo Doe"));
     }
 
     #[test]
     fn root_names_skip_prolog_and_prefixes() {
-        assert_eq!(root_name("<?xml version='1.0'?><!-- x --><rdf:RDF>"), Some("RDF"));
+        assert_eq!(
+            root_name("<?xml version='1.0'?><!-- x --><rdf:RDF>"),
+            Some("RDF")
+        );
         assert_eq!(root_name("\n<feed xmlns='x'>"), Some("feed"));
     }
 }

@@ -57,9 +57,14 @@ impl<'a> Tokenizer<'a> {
         while let Some(off) = rest[i..].find("</") {
             let at = i + off;
             let after = &bytes[at + 2..];
-            if after.len() >= name.len() && after[..name.len()].eq_ignore_ascii_case(name.as_bytes()) {
+            if after.len() >= name.len()
+                && after[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+            {
                 let next = after.get(name.len()).copied();
-                if matches!(next, None | Some(b'>' | b' ' | b'\t' | b'\n' | b'\r' | b'/')) {
+                if matches!(
+                    next,
+                    None | Some(b'>' | b' ' | b'\t' | b'\n' | b'\r' | b'/')
+                ) {
                     self.pos += at;
                     return Token::RawText(&rest[..at]);
                 }
@@ -143,7 +148,9 @@ impl<'a> Iterator for Tokenizer<'a> {
             }
             // A tag, comment or declaration begins at `lt`.
             if src[lt..].starts_with("<!--") {
-                let end = src[lt + 4..].find("-->").map_or(src.len(), |e| lt + 4 + e + 3);
+                let end = src[lt + 4..]
+                    .find("-->")
+                    .map_or(src.len(), |e| lt + 4 + e + 3);
                 self.pos = end;
                 return self.next();
             }
@@ -166,7 +173,8 @@ impl<'a> Iterator for Tokenizer<'a> {
             let name_start = lt + if is_end { 2 } else { 1 };
             let mut name_end = name_start;
             while name_end < bytes.len()
-                && (bytes[name_end].is_ascii_alphanumeric() || matches!(bytes[name_end], b'-' | b':' | b'_'))
+                && (bytes[name_end].is_ascii_alphanumeric()
+                    || matches!(bytes[name_end], b'-' | b':' | b'_'))
             {
                 name_end += 1;
             }
@@ -207,7 +215,8 @@ pub(crate) fn attributes(raw: &str) -> impl Iterator<Item = (Cow<'_, str>, Cow<'
             return None;
         }
         let name_start = i;
-        while i < bytes.len() && !bytes[i].is_ascii_whitespace() && !matches!(bytes[i], b'=' | b'/') {
+        while i < bytes.len() && !bytes[i].is_ascii_whitespace() && !matches!(bytes[i], b'=' | b'/')
+        {
             i += 1;
         }
         let name = lower(&raw[name_start..i]);

@@ -33,13 +33,26 @@ pub(crate) fn for_item(feed_url: &str, item: &RawItem, index: usize) -> (String,
         return (item_id(feed_url, guid), IdSource::Guid);
     }
     if let Some(title) = &item.title {
-        let published = item.published.as_ref().map(date::format).unwrap_or_default();
-        return (item_id(feed_url, &format!("{title}|{published}")), IdSource::TitlePublished);
+        let published = item
+            .published
+            .as_ref()
+            .map(date::format)
+            .unwrap_or_default();
+        return (
+            item_id(feed_url, &format!("{title}|{published}")),
+            IdSource::TitlePublished,
+        );
     }
     if let Some(body) = item.content.as_ref().or(item.summary.as_ref()) {
-        return (item_id(feed_url, &format!("content:{}", short_hash(body.source()))), IdSource::Content);
+        return (
+            item_id(feed_url, &format!("content:{}", short_hash(body.source()))),
+            IdSource::Content,
+        );
     }
-    (item_id(feed_url, &format!("position:{index}")), IdSource::Position)
+    (
+        item_id(feed_url, &format!("position:{index}")),
+        IdSource::Position,
+    )
 }
 
 #[cfg(test)]
@@ -72,7 +85,10 @@ mod tests {
         it.published = date::parse("2026-06-01T10:00:00Z");
         assert_eq!(
             for_item("f", &it, 0),
-            (item_id("f", "T|2026-06-01T10:00:00Z"), IdSource::TitlePublished)
+            (
+                item_id("f", "T|2026-06-01T10:00:00Z"),
+                IdSource::TitlePublished
+            )
         );
         it.title = None;
         assert_eq!(for_item("f", &it, 3).1, IdSource::Position);

@@ -51,7 +51,9 @@ pub(super) fn parse(text: &str, base: Option<&Url>) -> Result<RawFeed> {
         source: Some(Box::new(e)),
     })?;
     let Value::Object(root) = value else {
-        return Err(Error::parse("the JSON body is not an object, so it is not a JSON Feed"));
+        return Err(Error::parse(
+            "the JSON body is not an object, so it is not a JSON Feed",
+        ));
     };
     let version = str_field(&root, "version").unwrap_or_default();
     let items_value = root.get("items");
@@ -79,8 +81,10 @@ pub(super) fn parse(text: &str, base: Option<&Url>) -> Result<RawFeed> {
             }
         }
     } else if items_value.is_some() {
-        feed.warnings
-            .push((WARN_ELEMENT_SKIPPED, "\"items\" is not an array and was ignored".into()));
+        feed.warnings.push((
+            WARN_ELEMENT_SKIPPED,
+            "\"items\" is not an array and was ignored".into(),
+        ));
     }
     if odd > 0 {
         feed.warnings.push((
@@ -118,7 +122,10 @@ fn item(obj: &Map<String, Value>, base: Option<&Url>, feed_authors: &[String]) -
                 enclosures.push(Enclosure {
                     url,
                     mime_type: str_field(a, "mime_type"),
-                    length: a.get("size_in_bytes").and_then(Value::as_u64).filter(|n| *n > 0),
+                    length: a
+                        .get("size_in_bytes")
+                        .and_then(Value::as_u64)
+                        .filter(|n| *n > 0),
                 });
             }
         }

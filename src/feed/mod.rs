@@ -21,8 +21,7 @@ use url::Url;
 use crate::error::{Error, Result};
 use crate::model::{Enclosure, Item, Truncation};
 
-pub use content::{ContentFormat, RenderOptions};
-pub(crate) use decode::header_charset;
+pub use content::{ContentFormat, RenderOptions, estimate_tokens};
 pub use ids::item_id;
 pub use select::{Selection, parse_since};
 
@@ -93,11 +92,18 @@ pub const WARN_UNDATED: &str = "UNDATED_ITEMS";
 /// Warning code: HTML was rendered as stripped text instead.
 pub const WARN_CONTENT_FALLBACK: &str = "CONTENT_EXTRACTION_FALLBACK";
 
-const DISCOVER_HINT: &str = "this is an HTML page, not a feed; `rss discover URL` lists the feeds it advertises";
+fn discover_hint(doc_url: Option<&Url>) -> String {
+    let url = doc_url.map_or("URL".to_owned(), |u| u.to_string());
+    format!("this is an HTML page, not a feed; `rss discover {url}` lists the feeds it advertises")
+}
 
 /// Parses a feed body. `doc_url` is where it was read from (relative links resolve
 /// against it); `content_type` supplies a charset.
-pub(crate) fn parse(body: Vec<u8>, content_type: Option<&str>, doc_url: Option<&Url>) -> Result<RawFeed> {
+pub(crate) fn parse(
+    body: Vec<u8>,
+    content_type: Option<&str>,
+    doc_url: Option<&Url>,
+) -> Result<RawFeed> {
     let text = decode::to_utf8(body, content_type);
     let head = text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
     if head.is_empty() {
@@ -113,13 +119,22 @@ pub(crate) fn parse(body: Vec<u8>, content_type: Option<&str>, doc_url: Option<&
         ));
     }
     if looks_like_html(head) {
-        return Err(Error::parse(DISCOVER_HINT));
+        return Err(Error::parse(discover_hint(base)));
     }
     extract::parse_xml(&text, base)
 }
 
+/// Decodes a body to text with the charset rules feeds use (BOM, header, declaration).
+pub(crate) fn decode_text(body: Vec<u8>, content_type: Option<&str>) -> String {
+    decode::to_utf8(body, content_type)
+}
+
 fn looks_like_html(head: &str) -> bool {
-    let start: String = head.chars().take(512).collect::<String>().to_ascii_lowercase();
+    let start: String = head
+        .chars()
+        .take(512)
+        .collect::<String>()
+        .to_ascii_lowercase();
     let start = start.trim_start();
     if start.starts_with("<!doctype html") || start.starts_with("<html") {
         return true;
@@ -135,7 +150,9 @@ fn looks_like_html(head: &str) -> bool {
         } else if rest.starts_with("<!doctype") {
             return rest.starts_with("<!doctype html");
         } else {
-            return rest.starts_with("<html") || rest.starts_with("<head") || rest.starts_with("<body");
+            return rest.starts_with("<html")
+                || rest.starts_with("<head")
+                || rest.starts_with("<body");
         }
     }
 }
@@ -151,7 +168,12 @@ pub(crate) struct Built {
 }
 
 /// Selects (`--since`, sort, `--limit`), identifies and renders the items of `feed`.
-pub(crate) fn build(feed_url: &str, items: Vec<RawItem>, selection: &Selection, render: &RenderOptions) -> Built {
+pub(crate) fn build(
+    feed_url: &str,
+    items: Vec<RawItem>,
+    selection: &Selection,
+    render: &RenderOptions,
+) -> Built {
     let identified: Vec<(RawItem, String, crate::model::IdSource)> = items
         .into_iter()
         .enumerate()
@@ -180,16 +202,44 @@ pub(crate) fn build(feed_url: &str, items: Vec<RawItem>, selection: &Selection, 
     if fallbacks > 0 {
         built.warnings.push((
             WARN_CONTENT_FALLBACK,
-            format!("{fallbacks} item bodies could not be converted and are given as stripped text"),
+            format!(
+                "{fallbacks} item bodies could not be converted and are given as stripped text"
+            ),
         ));
     }
-    if !built.items.is_empty() && built.items.iter().all(|i| i.published.is_none() && i.updated.is_none()) {
+    if !built.items.is_empty()
+        && built
+            .items
+            .iter()
+            .all(|i| i.published.is_none() && i.updated.is_none())
+    {
         built.warnings.push((
             WARN_UNDATED,
-            "no returned item has a date; order is the feed's own and --since cannot filter them".into(),
+            "no returned item has a date; order is the feed's own and --since cannot filter them"
+                .into(),
         ));
     }
     built
+}
+
+/// The item of `items` whose id, guid or URL is `key`, rendered.
+pub(crate) fn find_item(
+    feed_url: &str,
+    items: Vec<RawItem>,
+    key: &str,
+    render: &RenderOptions,
+) -> Option<(Item, bool)> {
+    let key = key.trim();
+    let key_url = Url::parse(key).ok().map(String::from);
+    items.into_iter().enumerate().find_map(|(i, item)| {
+        let (id, source) = ids::for_item(feed_url, &item, i);
+        let hit = id == key
+            || item.guid.as_deref() == Some(key)
+            || item.url.as_deref() == Some(key)
+            || (key_url.is_some() && item.url == key_url);
+        hit.then(|| content::render_all(vec![(item, id, source)], render).pop())
+            .flatten()
+    })
 }
 
 /// Adds this feed's selection counts to the run's truncation report.

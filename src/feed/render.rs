@@ -70,8 +70,18 @@ pub(crate) fn to_plain(html: &str) -> String {
 fn is_skipped(name: &str) -> bool {
     matches!(
         name,
-        "head" | "template" | "svg" | "math" | "select" | "button" | "canvas" | "object"
-            | "applet" | "datalist" | "dialog" | "map"
+        "head"
+            | "template"
+            | "svg"
+            | "math"
+            | "select"
+            | "button"
+            | "canvas"
+            | "object"
+            | "applet"
+            | "datalist"
+            | "dialog"
+            | "map"
     )
 }
 
@@ -79,18 +89,59 @@ fn is_skipped(name: &str) -> bool {
 fn is_void(name: &str) -> bool {
     matches!(
         name,
-        "br" | "hr" | "img" | "input" | "meta" | "link" | "source" | "wbr" | "col" | "embed"
-            | "param" | "track" | "area" | "base" | "keygen"
+        "br" | "hr"
+            | "img"
+            | "input"
+            | "meta"
+            | "link"
+            | "source"
+            | "wbr"
+            | "col"
+            | "embed"
+            | "param"
+            | "track"
+            | "area"
+            | "base"
+            | "keygen"
     )
 }
 
 fn is_inline(name: &str) -> bool {
     matches!(
         name,
-        "a" | "abbr" | "b" | "bdi" | "bdo" | "cite" | "code" | "data" | "dfn" | "em" | "font"
-            | "i" | "kbd" | "mark" | "q" | "s" | "samp" | "small" | "span" | "strike" | "strong"
-            | "sub" | "sup" | "time" | "tt" | "u" | "var" | "del" | "ins" | "img" | "label"
-            | "big" | "nobr" | "wbr"
+        "a" | "abbr"
+            | "b"
+            | "bdi"
+            | "bdo"
+            | "cite"
+            | "code"
+            | "data"
+            | "dfn"
+            | "em"
+            | "font"
+            | "i"
+            | "kbd"
+            | "mark"
+            | "q"
+            | "s"
+            | "samp"
+            | "small"
+            | "span"
+            | "strike"
+            | "strong"
+            | "sub"
+            | "sup"
+            | "time"
+            | "tt"
+            | "u"
+            | "var"
+            | "del"
+            | "ins"
+            | "img"
+            | "label"
+            | "big"
+            | "nobr"
+            | "wbr"
     )
 }
 
@@ -104,8 +155,9 @@ pub(crate) fn absolutize(href: &str, base: Option<&Url>) -> Option<String> {
     if lower.starts_with("javascript:") || lower.starts_with("vbscript:") {
         return None;
     }
-    if let Ok(u) = Url::parse(href) {
-        return Some(u.into());
+    // An absolute URL is kept as written (as feed readers do); only relative ones change.
+    if Url::parse(href).is_ok() {
+        return Some(href.to_owned());
     }
     match base {
         Some(b) => b.join(href).ok().map(Into::into),
@@ -118,9 +170,15 @@ enum Open {
     /// A block that only separates paragraphs.
     Block,
     Heading,
-    Emphasis { marker: &'static str, at: usize },
+    Emphasis {
+        marker: &'static str,
+        at: usize,
+    },
     Code,
-    Link { href: Option<String>, at: usize },
+    Link {
+        href: Option<String>,
+        at: usize,
+    },
     List,
     Item,
     Quote,
@@ -403,7 +461,10 @@ impl<'b> Writer<'b> {
             }
             "a" => {
                 let href = attr(attrs, "href").and_then(|h| absolutize(&h, self.base));
-                let inside_link = self.stack.iter().any(|(_, o)| matches!(o, Open::Link { .. }));
+                let inside_link = self
+                    .stack
+                    .iter()
+                    .any(|(_, o)| matches!(o, Open::Link { .. }));
                 let href = href.filter(|_| md && !inside_link);
                 self.flush();
                 let at = self.out.len();
@@ -415,7 +476,9 @@ impl<'b> Writer<'b> {
             "ul" | "ol" | "menu" | "dir" => {
                 let nested = self.stack.iter().any(|(_, o)| *o == Open::Item);
                 self.block(if nested { 1 } else { 2 });
-                let start = attr(attrs, "start").and_then(|s| s.trim().parse().ok()).unwrap_or(1);
+                let start = attr(attrs, "start")
+                    .and_then(|s| s.trim().parse().ok())
+                    .unwrap_or(1);
                 self.lists.push(ListState {
                     ordered: name == "ol",
                     next: start,
@@ -423,7 +486,10 @@ impl<'b> Writer<'b> {
                 Some(Open::List)
             }
             "li" => {
-                if let Some(pos) = self.stack.iter().rposition(|(_, o)| *o == Open::Item || *o == Open::List)
+                if let Some(pos) = self
+                    .stack
+                    .iter()
+                    .rposition(|(_, o)| *o == Open::Item || *o == Open::List)
                     && self.stack[pos].1 == Open::Item
                 {
                     self.close_to(pos);
@@ -438,7 +504,8 @@ impl<'b> Writer<'b> {
                     _ => "- ".to_owned(),
                 };
                 self.commit_breaks();
-                self.prefixes.push(if marker.len() > 2 { "   " } else { "  " });
+                self.prefixes
+                    .push(if marker.len() > 2 { "   " } else { "  " });
                 self.marker = Some(marker);
                 Some(Open::Item)
             }
@@ -482,11 +549,14 @@ impl<'b> Writer<'b> {
                 Some(Open::Cell)
             }
             "p" | "div" | "section" | "article" | "header" | "footer" | "main" | "aside"
-            | "figure" | "figcaption" | "address" | "details" | "summary" | "dl" | "dt"
-            | "dd" | "form" | "fieldset" | "center" | "nav" | "caption" | "hgroup"
-            | "thead" | "tbody" | "tfoot" | "body" | "html" | "legend" | "picture"
-            | "noscript" => {
-                self.block(if matches!(name, "dt" | "dd" | "div") { 1 } else { 2 });
+            | "figure" | "figcaption" | "address" | "details" | "summary" | "dl" | "dt" | "dd"
+            | "form" | "fieldset" | "center" | "nav" | "caption" | "hgroup" | "thead" | "tbody"
+            | "tfoot" | "body" | "html" | "legend" | "picture" | "noscript" => {
+                self.block(if matches!(name, "dt" | "dd" | "div") {
+                    1
+                } else {
+                    2
+                });
                 Some(Open::Block)
             }
             _ => None,
@@ -538,7 +608,9 @@ impl<'b> Writer<'b> {
                 self.block(2);
             }
             Open::Emphasis { marker, at } => {
-                if self.out.len() <= at + marker.len() || self.out[at + marker.len()..].trim().is_empty() {
+                if self.out.len() <= at + marker.len()
+                    || self.out[at + marker.len()..].trim().is_empty()
+                {
                     self.out.truncate(at);
                 } else {
                     self.out.push_str(marker);
@@ -718,12 +790,31 @@ pub(crate) fn sanitize_html(html: &str, base: Option<&Url>) -> String {
             } => {
                 let dropped = matches!(
                     name.as_ref(),
-                    "script" | "style" | "iframe" | "object" | "embed" | "form" | "input"
-                        | "button" | "link" | "meta" | "base" | "frame" | "frameset" | "applet"
-                        | "noscript" | "template" | "textarea" | "select"
+                    "script"
+                        | "style"
+                        | "iframe"
+                        | "object"
+                        | "embed"
+                        | "form"
+                        | "input"
+                        | "button"
+                        | "link"
+                        | "meta"
+                        | "base"
+                        | "frame"
+                        | "frameset"
+                        | "applet"
+                        | "noscript"
+                        | "template"
+                        | "textarea"
+                        | "select"
                 );
                 if skip > 0 || dropped {
-                    if matches!(name.as_ref(), "object" | "form" | "template" | "select" | "applet") && !self_closing {
+                    if matches!(
+                        name.as_ref(),
+                        "object" | "form" | "template" | "select" | "applet"
+                    ) && !self_closing
+                    {
                         skip += 1;
                     }
                     continue;
@@ -731,7 +822,13 @@ pub(crate) fn sanitize_html(html: &str, base: Option<&Url>) -> String {
                 out.push('<');
                 out.push_str(&name);
                 for (k, v) in attributes(attrs) {
-                    if k.starts_with("on") || k == "style" || k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b':') {
+                    if k.starts_with("on")
+                        || k == "style"
+                        || k.is_empty()
+                        || !k.bytes().all(|b| {
+                            b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b':'
+                        })
+                    {
                         continue;
                     }
                     let v = if matches!(k.as_ref(), "href" | "src" | "poster" | "cite" | "action") {
@@ -751,11 +848,19 @@ pub(crate) fn sanitize_html(html: &str, base: Option<&Url>) -> String {
                 out.push_str(if self_closing { " />" } else { ">" });
             }
             Token::End(name) => {
-                if matches!(name.as_ref(), "object" | "form" | "template" | "select" | "applet") {
+                if matches!(
+                    name.as_ref(),
+                    "object" | "form" | "template" | "select" | "applet"
+                ) {
                     skip = skip.saturating_sub(1);
                     continue;
                 }
-                if skip == 0 && !matches!(name.as_ref(), "script" | "style" | "iframe" | "noscript" | "textarea") {
+                if skip == 0
+                    && !matches!(
+                        name.as_ref(),
+                        "script" | "style" | "iframe" | "noscript" | "textarea"
+                    )
+                {
                     out.push_str("</");
                     out.push_str(&name);
                     out.push('>');

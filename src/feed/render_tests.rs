@@ -3,7 +3,11 @@
 use super::*;
 
 fn md(html: &str) -> String {
-    to_markdown(html, Url::parse("https://example.com/blog/post/").ok().as_ref()).unwrap()
+    to_markdown(
+        html,
+        Url::parse("https://example.com/blog/post/").ok().as_ref(),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -26,7 +30,9 @@ fn lists_nest_and_number() {
 #[test]
 fn headings_quotes_code_and_rules() {
     assert_eq!(
-        md("<h2>Title</h2><blockquote><p>q1</p><p>q2</p></blockquote><pre><code>a &lt; b\n  c</code></pre><hr><p>x <code>y*z</code></p>"),
+        md(
+            "<h2>Title</h2><blockquote><p>q1</p><p>q2</p></blockquote><pre><code>a &lt; b\n  c</code></pre><hr><p>x <code>y*z</code></p>"
+        ),
         "## Title\n\n> q1\n>\n> q2\n\n```\na < b\n  c\n```\n\n---\n\nx `y*z`"
     );
 }
@@ -34,7 +40,12 @@ fn headings_quotes_code_and_rules() {
 #[test]
 fn script_and_style_never_leak() {
     let html = "<p>ok</p><script>alert('x')</script><style>p{color:red}</style><p>fine</p>";
-    for out in [md(html), to_text(html, None).unwrap(), to_plain(html), sanitize_html(html, None)] {
+    for out in [
+        md(html),
+        to_text(html, None).unwrap(),
+        to_plain(html),
+        sanitize_html(html, None),
+    ] {
         assert!(!out.contains("alert"), "{out}");
         assert!(!out.contains("color"), "{out}");
         assert!(out.contains("fine"), "{out}");
@@ -44,14 +55,19 @@ fn script_and_style_never_leak() {
 #[test]
 fn images_resolve_and_tracking_pixels_go() {
     assert_eq!(
-        md("<p><img src=\"pic.png\" alt=\"A pic\"><img src=\"/t.gif\" width=\"1\" height=\"1\"></p>"),
+        md(
+            "<p><img src=\"pic.png\" alt=\"A pic\"><img src=\"/t.gif\" width=\"1\" height=\"1\"></p>"
+        ),
         "![A pic](https://example.com/blog/post/pic.png)"
     );
 }
 
 #[test]
 fn markdown_syntax_in_text_is_escaped() {
-    assert_eq!(md("<p>2 * 3 = [6] and snake_case</p>"), "2 \\* 3 = \\[6\\] and snake_case");
+    assert_eq!(
+        md("<p>2 * 3 = [6] and snake_case</p>"),
+        "2 \\* 3 = \\[6\\] and snake_case"
+    );
     assert_eq!(md("<p># not a heading</p>"), "\\# not a heading");
 }
 
@@ -66,14 +82,21 @@ fn tables_become_pipe_tables() {
 #[test]
 fn text_rendering_keeps_structure_without_markup() {
     assert_eq!(
-        to_text("<h1>T</h1><p>a <a href='/x'>link</a></p><ul><li>i</li></ul>", None).unwrap(),
+        to_text(
+            "<h1>T</h1><p>a <a href='/x'>link</a></p><ul><li>i</li></ul>",
+            None
+        )
+        .unwrap(),
         "T\n\na link\n\n- i"
     );
 }
 
 #[test]
 fn plain_text_is_one_line() {
-    assert_eq!(to_plain("Tom &amp; <b>Jerry</b><br>show"), "Tom & Jerry show");
+    assert_eq!(
+        to_plain("Tom &amp; <b>Jerry</b><br>show"),
+        "Tom & Jerry show"
+    );
     assert_eq!(to_plain("  a\n b "), "a b");
 }
 
@@ -83,7 +106,10 @@ fn sanitized_html_drops_handlers_and_script_urls() {
         "<p onclick=\"x()\" class=\"c\">hi <a href=\"javascript:evil()\">x</a> <a href=\"/ok\">y</a></p>",
         Url::parse("https://e.com/").ok().as_ref(),
     );
-    assert_eq!(out, "<p class=\"c\">hi <a>x</a> <a href=\"https://e.com/ok\">y</a></p>");
+    assert_eq!(
+        out,
+        "<p class=\"c\">hi <a>x</a> <a href=\"https://e.com/ok\">y</a></p>"
+    );
 }
 
 #[test]

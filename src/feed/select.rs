@@ -26,20 +26,10 @@ pub fn parse_since(s: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
             "--since {s:?} is not a duration (30m, 2h, 7d, 1w), a date (2026-06-01) or an RFC 3339 time"
         ))
     };
-    if let Some(unit) = t.chars().last().filter(|c| c.is_ascii_alphabetic())
-        && t.len() > 1
-        && t[..t.len() - 1].bytes().all(|b| b.is_ascii_digit())
+    if t.ends_with(|c: char| c.is_ascii_alphabetic()) && t.starts_with(|c: char| c.is_ascii_digit())
     {
-        let n: i64 = t[..t.len() - 1].parse().map_err(|_| bad())?;
-        let d = match unit.to_ascii_lowercase() {
-            's' => ChronoDuration::try_seconds(n),
-            'm' => ChronoDuration::try_minutes(n),
-            'h' => ChronoDuration::try_hours(n),
-            'd' => ChronoDuration::try_days(n),
-            'w' => ChronoDuration::try_weeks(n),
-            _ => None,
-        }
-        .ok_or_else(bad)?;
+        let d = crate::config::parse_duration(t).ok_or_else(bad)?;
+        let d = ChronoDuration::from_std(d).map_err(|_| bad())?;
         return now.checked_sub_signed(d).ok_or_else(bad);
     }
     if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
@@ -88,11 +78,6 @@ pub(super) fn apply(items: Vec<(RawItem, String, IdSource)>, sel: &Selection) ->
     }
 }
 
-/// The item's date for display in text output.
-pub(crate) fn display_date(item: &crate::model::Item) -> Option<&str> {
-    item.published.as_deref().or(item.updated.as_deref())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,20 +88,47 @@ mod tests {
 
     #[test]
     fn since_reads_durations_dates_and_times() {
-        assert_eq!(date::format(&parse_since("30m", now()).unwrap()), "2026-06-10T11:30:00Z");
-        assert_eq!(date::format(&parse_since("2h", now()).unwrap()), "2026-06-10T10:00:00Z");
-        assert_eq!(date::format(&parse_since("7d", now()).unwrap()), "2026-06-03T12:00:00Z");
-        assert_eq!(date::format(&parse_since("2026-06-01", now()).unwrap()), "2026-06-01T00:00:00Z");
+        assert_eq!(
+            date::format(&parse_since("30m", now()).unwrap()),
+            "2026-06-10T11:30:00Z"
+        );
+        assert_eq!(
+            date::format(&parse_since("2h", now()).unwrap()),
+            "2026-06-10T10:00:00Z"
+        );
+        assert_eq!(
+            date::format(&parse_since("7d", now()).unwrap()),
+            "2026-06-03T12:00:00Z"
+        );
+        assert_eq!(
+            date::format(&parse_since("2026-06-01", now()).unwrap()),
+            "2026-06-01T00:00:00Z"
+        );
         assert_eq!(
             date::format(&parse_since("2026-06-01T10:00:00+02:00", now()).unwrap()),
             "2026-06-01T08:00:00Z"
         );
-        for bad in ["yesterdayish", "", "5", "-2h", "2x", "99999999999999999999d"] {
-            assert_eq!(parse_since(bad, now()).unwrap_err().code().as_str(), "USAGE_ERROR", "{bad}");
+        for bad in [
+            "yesterdayish",
+            "",
+            "5",
+            "-2h",
+            "2x",
+            "99999999999999999999d",
+        ] {
+            assert_eq!(
+                parse_since(bad, now()).unwrap_err().code().as_str(),
+                "USAGE_ERROR",
+                "{bad}"
+            );
         }
     }
 
-    fn item(title: &str, published: Option<&str>, updated: Option<&str>) -> (RawItem, String, IdSource) {
+    fn item(
+        title: &str,
+        published: Option<&str>,
+        updated: Option<&str>,
+    ) -> (RawItem, String, IdSource) {
         let it = RawItem {
             title: Some(title.into()),
             published: published.and_then(date::parse),

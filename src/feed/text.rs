@@ -111,7 +111,10 @@ mod tests {
 
     #[test]
     fn unescaping_is_liberal() {
-        assert_eq!(unescape_html("AT&T &amp; &eacute; &nope;"), "AT&T & é &nope;");
+        assert_eq!(
+            unescape_html("AT&T &amp; &eacute; &nope;"),
+            "AT&T & é &nope;"
+        );
         assert_eq!(collapse_ws("  a \n\t b  "), "a b");
     }
 }

@@ -105,8 +105,6 @@ pub(crate) struct Element {
     pub ns: Ns,
     /// Local name, as written.
     pub name: String,
-    /// The `prefix:` as written, for re-serialising inline XHTML.
-    pub prefix: Option<String>,
     pub attrs: Vec<Attr>,
     pub children: Vec<Node>,
     /// The effective `xml:base` here (resolved), if any.
@@ -208,8 +206,19 @@ fn write_node(node: &Node, out: &mut String) {
 fn is_void(name: &str) -> bool {
     matches!(
         name.to_ascii_lowercase().as_str(),
-        "br" | "hr" | "img" | "input" | "meta" | "link" | "source" | "wbr" | "col" | "embed"
-            | "param" | "track" | "area" | "base"
+        "br" | "hr"
+            | "img"
+            | "input"
+            | "meta"
+            | "link"
+            | "source"
+            | "wbr"
+            | "col"
+            | "embed"
+            | "param"
+            | "track"
+            | "area"
+            | "base"
     )
 }
 
@@ -249,7 +258,11 @@ const MAX_DEPTH: usize = 512;
 const MAX_ERRORS: usize = 64;
 
 /// Parses `xml`, calling `on_item` for each item/entry as it closes.
-pub(crate) fn parse(xml: &str, doc_base: Option<&Url>, on_item: &mut dyn FnMut(Element)) -> Document {
+pub(crate) fn parse(
+    xml: &str,
+    doc_base: Option<&Url>,
+    on_item: &mut dyn FnMut(Element),
+) -> Document {
     let mut reader = Reader::from_str(xml);
     {
         let c = reader.config_mut();
@@ -296,7 +309,10 @@ pub(crate) fn parse(xml: &str, doc_base: Option<&Url>, on_item: &mut dyn FnMut(E
                 if b.repairs.len() < 5 {
                     b.repairs.push(format!("malformed XML at byte {pos}: {e}"));
                 }
-                if errors > MAX_ERRORS || pos == last_error_pos || reader.buffer_position() as usize >= xml.len() {
+                if errors > MAX_ERRORS
+                    || pos == last_error_pos
+                    || reader.buffer_position() as usize >= xml.len()
+                {
                     truncated = reader.buffer_position() as usize + 1 < xml.len();
                     break;
                 }
@@ -306,8 +322,10 @@ pub(crate) fn parse(xml: &str, doc_base: Option<&Url>, on_item: &mut dyn FnMut(E
     }
     if !b.stack.is_empty() {
         let open: Vec<&str> = b.stack.iter().map(|f| f.qname.as_str()).collect();
-        b.repairs
-            .push(format!("the document ended with elements still open: {}", open.join(" > ")));
+        b.repairs.push(format!(
+            "the document ended with elements still open: {}",
+            open.join(" > ")
+        ));
         while !b.stack.is_empty() {
             b.close_top();
         }
@@ -341,8 +359,9 @@ impl Builder<'_> {
     fn start(&mut self, e: &BytesStart<'_>, empty: bool) {
         if self.stack.len() >= MAX_DEPTH {
             if self.repairs.len() < 5 {
-                self.repairs
-                    .push(format!("elements nested deeper than {MAX_DEPTH} were dropped"));
+                self.repairs.push(format!(
+                    "elements nested deeper than {MAX_DEPTH} were dropped"
+                ));
             }
             return;
         }
@@ -394,7 +413,6 @@ impl Builder<'_> {
         let el = Element {
             ns,
             name: local.to_owned(),
-            prefix: prefix.map(str::to_owned),
             attrs,
             children: Vec::new(),
             base,
@@ -511,7 +529,10 @@ mod tests {
         let (_, items) = parse_all(
             r#"<rss xmlns:c="http://purl.org/rss/1.0/modules/content/"><channel><item><c:encoded>x</c:encoded><dc:creator>Me</dc:creator></item></channel></rss>"#,
         );
-        let kids: Vec<_> = items[0].elements().map(|e| (e.ns, e.name.clone())).collect();
+        let kids: Vec<_> = items[0]
+            .elements()
+            .map(|e| (e.ns, e.name.clone()))
+            .collect();
         assert_eq!(
             kids,
             vec![(Ns::Content, "encoded".into()), (Ns::Dc, "creator".into())]
@@ -520,8 +541,12 @@ mod tests {
 
     #[test]
     fn html_entities_and_bare_ampersands_survive() {
-        let (_, items) = parse_all("<rss><item><title>AT&T &mdash; caf&eacute; &bogus;</title></item></rss>");
-        assert_eq!(items[0].elements().next().unwrap().text(), "AT&T \u{2014} café &bogus;");
+        let (_, items) =
+            parse_all("<rss><item><title>AT&T &mdash; caf&eacute; &bogus;</title></item></rss>");
+        assert_eq!(
+            items[0].elements().next().unwrap().text(),
+            "AT&T \u{2014} café &bogus;"
+        );
     }
 
     #[test]

@@ -1,0 +1,125 @@
+//! Feed autodiscovery: the feeds an HTML page advertises with `<link rel="alternate">`.
+
+use url::Url;
+
+use crate::feed::html::{Token, Tokenizer, attributes};
+use crate::model::DiscoveredFeed;
+
+/// The feed format a `type` advertises, if it is a feed type.
+fn format_of(mime: &str, title: Option<&str>) -> Option<&'static str> {
+    let m = mime
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match m.as_str() {
+        "application/rss+xml" | "application/rdf+xml" | "application/x.atom+xml" => Some("rss"),
+        "application/atom+xml" => Some("atom"),
+        "application/feed+json" => Some("json"),
+        // Plain JSON alternates are usually APIs (WordPress posts); only a titled feed counts.
+        "application/json" if title.is_some_and(|t| t.to_ascii_lowercase().contains("feed")) => {
+            Some("json")
+        }
+        _ => None,
+    }
+}
+
+/// Feeds advertised by `html`, resolved against `<base href>` or `page_url`, in page order,
+/// de-duplicated.
+pub fn find_feeds(html: &str, page_url: &Url) -> Vec<DiscoveredFeed> {
+    let mut base = page_url.clone();
+    let mut saw_base = false;
+    let mut out: Vec<DiscoveredFeed> = Vec::new();
+    for tok in Tokenizer::new(html) {
+        let Token::Start { name, attrs, .. } = tok else {
+            continue;
+        };
+        if name == "base" && !saw_base {
+            if let Some((_, href)) = attributes(attrs).find(|(k, _)| k == "href")
+                && let Ok(b) = page_url.join(href.trim())
+            {
+                base = b;
+            }
+            saw_base = true;
+            continue;
+        }
+        if name != "link" {
+            continue;
+        }
+        let (mut rel, mut ty, mut href, mut title) = (None, None, None, None);
+        for (k, v) in attributes(attrs) {
+            match k.as_ref() {
+                "rel" => rel = Some(v.into_owned()),
+                "type" => ty = Some(v.into_owned()),
+                "href" => href = Some(v.into_owned()),
+                "title" => title = Some(v.trim().to_owned()).filter(|t| !t.is_empty()),
+                _ => {}
+            }
+        }
+        let is_alternate = rel.as_deref().is_some_and(|r| {
+            r.split_ascii_whitespace()
+                .any(|t| t.eq_ignore_ascii_case("alternate"))
+        });
+        let (Some(ty), Some(href)) = (ty, href) else {
+            continue;
+        };
+        let Some(format) = format_of(&ty, title.as_deref()).filter(|_| is_alternate) else {
+            continue;
+        };
+        let Ok(url) = base.join(href.trim()) else {
+            continue;
+        };
+        if !matches!(url.scheme(), "http" | "https" | "file")
+            || out.iter().any(|f| f.url == url.as_str())
+        {
+            continue;
+        }
+        out.push(DiscoveredFeed {
+            url: url.into(),
+            title,
+            mime_type: Some(ty.trim().to_owned()),
+            format: Some(format.to_owned()),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alternate_feed_links_are_found_and_resolved() {
+        let page = r#"<html><head><title>Blog</title>
+            <link rel="stylesheet" href="/s.css">
+            <link rel="alternate" type="application/rss+xml" title="RSS" href="/feed.xml">
+            <LINK REL="Alternate" TYPE="application/atom+xml" HREF="atom.xml" title="Atom">
+            <link rel="alternate" type="application/feed+json" href="https://cdn.example.com/feed.json">
+            <link rel="alternate" type="application/json" href="/wp-json/wp/v2/posts/1">
+            <link rel="alternate" type="application/rss+xml" href="/feed.xml">
+            <link rel="alternate" type="text/html" hreflang="fr" href="/fr/">
+        </head><body></body></html>"#;
+        let feeds = find_feeds(page, &Url::parse("https://example.com/blog/").unwrap());
+        let urls: Vec<_> = feeds
+            .iter()
+            .map(|f| (f.url.as_str(), f.format.as_deref()))
+            .collect();
+        assert_eq!(
+            urls,
+            vec![
+                ("https://example.com/feed.xml", Some("rss")),
+                ("https://example.com/blog/atom.xml", Some("atom")),
+                ("https://cdn.example.com/feed.json", Some("json")),
+            ]
+        );
+        assert_eq!(feeds[0].title.as_deref(), Some("RSS"));
+    }
+
+    #[test]
+    fn base_href_is_honoured() {
+        let page = r#"<head><base href="https://other.example/x/"><link rel="alternate" type="application/atom+xml" href="a.xml"></head>"#;
+        let feeds = find_feeds(page, &Url::parse("https://example.com/").unwrap());
+        assert_eq!(feeds[0].url, "https://other.example/x/a.xml");
+    }
+}

@@ -1,0 +1,356 @@
+//! The MCP server (`rss mcp`, stdio). Tools delegate to `ops`; one [`Context`] — one HTTP
+//! client, gate and cache — is built once and shared by every call for the server's life.
+
+pub mod tools;
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::feed::{ContentFormat, RenderOptions, Selection, estimate_tokens, parse_since};
+use crate::inputs;
+use crate::model::{FeedStatus, FetchOutput};
+use crate::ops::{self, CacheMode, Context, FetchOptions, ShowOptions};
+use crate::output::SchemaKind;
+use tools::{
+    CachePolicyArg, ContentFormatArg, DiscoverArgs, FetchFeedArgs, GetItemArgs, GetSchemaArgs,
+};
+
+/// The MCP server state shared by all calls.
+#[derive(Clone)]
+pub struct Server {
+    ctx: Arc<Context>,
+    tools: Arc<Vec<Tool>>,
+}
+
+impl Server {
+    /// A server over this shared context.
+    pub fn new(ctx: Context) -> Server {
+        Server {
+            ctx: Arc::new(ctx),
+            tools: Arc::new(tools::all()),
+        }
+    }
+}
+
+/// Serves MCP on stdin/stdout until the client hangs up.
+pub async fn serve(ctx: Context) -> Result<()> {
+    let running = Server::new(ctx)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| Error::internal(format!("MCP initialization failed: {e}")))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| Error::internal(format!("MCP server stopped: {e}")))?;
+    Ok(())
+}
+
+fn error_result(e: &Error, feed_url: Option<&str>) -> CallToolResult {
+    let obj = e.to_object(feed_url);
+    error_object_result(&serde_json::to_value(obj).unwrap_or(Value::Null))
+}
+
+fn error_object_result(obj: &Value) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(obj.to_string())])
+}
+
+fn success(summary: String, structured: Value) -> CallToolResult {
+    let mut r = CallToolResult::success(vec![ContentBlock::text(summary)]);
+    r.structured_content = Some(structured);
+    r
+}
+
+fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
+    serde_json::from_value(args).map_err(|e| Error::usage(format!("invalid arguments: {e}")))
+}
+
+fn content_format(arg: Option<ContentFormatArg>) -> ContentFormat {
+    match arg {
+        None | Some(ContentFormatArg::Markdown) => ContentFormat::Markdown,
+        Some(ContentFormatArg::Text) => ContentFormat::Text,
+        Some(ContentFormatArg::Html) => ContentFormat::Html,
+        Some(ContentFormatArg::None) => ContentFormat::None,
+    }
+}
+
+fn to_usize(n: Option<u64>) -> Option<usize> {
+    n.map(|v| usize::try_from(v).unwrap_or(usize::MAX))
+}
+
+/// One line saying what a fetch returned.
+fn summary_line(out: &FetchOutput) -> String {
+    let failed: Vec<&str> = out.errors.iter().map(|e| e.code.as_str()).collect();
+    let ok = out.feeds.len() - failed.len();
+    let mut s = format!(
+        "{} feed(s): {ok} ok, {} failed; {} items (~{} content tokens).",
+        out.feeds.len(),
+        failed.len(),
+        out.total_items,
+        out.total_content_tokens_est
+    );
+    if let Some(wait) = out
+        .errors
+        .iter()
+        .filter_map(|e| e.details.get("retry_after_seconds").and_then(Value::as_u64))
+        .max()
+    {
+        s.push_str(&format!(" RATE_LIMITED feeds: retry after {wait} s."));
+    }
+    s
+}
+
+impl Server {
+    async fn fetch_feed(
+        &self,
+        args: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult> {
+        let a: FetchFeedArgs = parse_args(args)?;
+        let single = a.url.is_some();
+        let urls = match (a.url, a.urls) {
+            (Some(u), None) => vec![u],
+            (None, Some(list)) if list.is_empty() => return Err(Error::usage("`urls` is empty")),
+            (None, Some(list)) if list.len() > tools::MAX_URLS => {
+                return Err(Error::usage(format!(
+                    "`urls` has {} entries; at most {} per call",
+                    list.len(),
+                    tools::MAX_URLS
+                )));
+            }
+            (None, Some(list)) => list,
+            (Some(_), Some(_)) => return Err(Error::usage("give `url` or `urls`, not both")),
+            (None, None) => return Err(Error::usage("give `url` (one feed) or `urls` (up to 50)")),
+        };
+        let since = a
+            .since
+            .as_deref()
+            .map(|s| parse_since(s, chrono::Utc::now()))
+            .transpose()?;
+        let policy = a.cache_policy.unwrap_or_default();
+        let opts = FetchOptions {
+            selection: Selection {
+                since,
+                limit: to_usize(Some(a.limit.unwrap_or(tools::DEFAULT_LIMIT))),
+            },
+            render: RenderOptions {
+                format: content_format(a.content_format),
+                max_content_chars: to_usize(a.max_content_chars),
+            },
+            cache: if matches!(policy, CachePolicyArg::NoCache) {
+                CacheMode::Off
+            } else {
+                CacheMode::Revalidate
+            },
+            stale_if_error: matches!(policy, CachePolicyArg::StaleIfError),
+        };
+        let budget = to_usize(Some(
+            a.max_response_tokens
+                .unwrap_or(tools::DEFAULT_MAX_RESPONSE_TOKENS),
+        ))
+        .unwrap_or(usize::MAX);
+        let out = self
+            .fetch_with_progress(inputs::merge(urls), &opts, context)
+            .await;
+        if single
+            && let Some(feed) = out.feeds.first()
+            && feed.status == FeedStatus::Error
+            && let Some(err) = &feed.error
+        {
+            return Ok(error_object_result(
+                &serde_json::to_value(err).unwrap_or(Value::Null),
+            ));
+        }
+        let summary = summary_line(&out);
+        ops::budget::check(&out, budget, estimate_tokens(&summary))?;
+        let value =
+            serde_json::to_value(&out).map_err(|e| Error::internal(format!("serializing: {e}")))?;
+        Ok(success(summary, value))
+    }
+
+    /// Runs a fetch, sending progress notifications when the client asked for them.
+    async fn fetch_with_progress(
+        &self,
+        inputs: Vec<inputs::Input>,
+        opts: &FetchOptions,
+        context: &RequestContext<RoleServer>,
+    ) -> FetchOutput {
+        let token = context.meta.get_progress_token();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize)>();
+        let on_progress = move |done: usize, total: usize| {
+            let _ = tx.send((done, total));
+        };
+        let fetch = ops::fetch_feeds(&self.ctx, inputs, opts, &on_progress);
+        tokio::pin!(fetch);
+        let notify = |done: usize, total: usize| {
+            let peer = context.peer.clone();
+            let token = token.clone();
+            async move {
+                if let Some(token) = token {
+                    let p = ProgressNotificationParam::new(token, done as f64)
+                        .with_total(total as f64)
+                        .with_message(format!("{done}/{total} feeds done"));
+                    let _ = peer.notify_progress(p).await;
+                }
+            }
+        };
+        let out = loop {
+            tokio::select! {
+                out = &mut fetch => break out,
+                Some((done, total)) = rx.recv() => notify(done, total).await,
+            }
+        };
+        while let Ok((done, total)) = rx.try_recv() {
+            notify(done, total).await;
+        }
+        out
+    }
+
+    async fn discover_feeds(&self, args: Value) -> Result<CallToolResult> {
+        let a: DiscoverArgs = parse_args(args)?;
+        let out = ops::discover(&self.ctx, &a.site_url).await?;
+        let summary = if out.is_feed {
+            format!("{} is itself a feed.", a.site_url)
+        } else {
+            format!("{} feed(s) advertised by {}.", out.feeds.len(), a.site_url)
+        };
+        Ok(success(
+            summary,
+            serde_json::to_value(&out).unwrap_or(Value::Null),
+        ))
+    }
+
+    async fn get_item(&self, args: Value) -> Result<CallToolResult> {
+        let a: GetItemArgs = parse_args(args)?;
+        let opts = ShowOptions {
+            refresh: false,
+            render: RenderOptions {
+                format: content_format(a.content_format),
+                max_content_chars: to_usize(a.max_content_chars),
+            },
+        };
+        let out = ops::show_item(&self.ctx, &a.feed_url, &a.id, opts).await?;
+        let summary = format!(
+            "Item {:?}{}.",
+            out.item.title.as_deref().unwrap_or("(untitled)"),
+            if out.from_cache { " (from cache)" } else { "" }
+        );
+        Ok(success(
+            summary,
+            serde_json::to_value(&out).unwrap_or(Value::Null),
+        ))
+    }
+
+    fn get_schema(&self, args: Value) -> Result<CallToolResult> {
+        let a: GetSchemaArgs = parse_args(args)?;
+        let kind = SchemaKind::parse(&a.command).ok_or_else(|| {
+            let names: Vec<&str> = SchemaKind::ALL.iter().map(|(n, _)| *n).collect();
+            Error::usage(format!(
+                "`command` {:?} is not one of {}",
+                a.command,
+                names.join(", ")
+            ))
+        })?;
+        Ok(success(
+            format!("JSON Schema of the {} output.", a.command),
+            crate::output::schema(kind),
+        ))
+    }
+
+    async fn dispatch(
+        &self,
+        name: &str,
+        args: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = match name {
+            "fetch_feed" => self.fetch_feed(args, context).await,
+            "discover_feeds" => self.discover_feeds(args).await,
+            "get_item" => self.get_item(args).await,
+            "get_schema" => self.get_schema(args),
+            other => Err(Error::usage(format!("unknown tool {other:?}"))),
+        };
+        result.unwrap_or_else(|e| error_result(&e, None))
+    }
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("rss", env!("CARGO_PKG_VERSION")))
+            .with_instructions(tools::instructions())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, McpError> {
+        if !self.tools.iter().any(|t| t.name == request.name) {
+            return Err(McpError::invalid_params(
+                format!("unknown tool {:?}", request.name),
+                None,
+            ));
+        }
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let cancelled = context.ct.clone();
+        // Dropping the call's future on cancellation releases its host permits at once.
+        tokio::select! {
+            r = self.dispatch(&request.name, args, &context) => Ok(r.into()),
+            _ = cancelled.cancelled() => Err(McpError::internal_error("the request was cancelled", None)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_instructions_name_every_error_code_and_only_real_ones() {
+        let text = tools::instructions();
+        for code in crate::error::ErrorCode::ALL {
+            assert!(text.contains(code.as_str()), "{} is missing", code.as_str());
+        }
+        let known: Vec<&str> = crate::error::ErrorCode::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .collect();
+        for word in text.split(|c: char| !(c.is_ascii_uppercase() || c == '_')) {
+            if word.len() > 3 && word.contains('_') {
+                assert!(known.contains(&word), "{word} is not an error code");
+            }
+        }
+    }
+
+    #[test]
+    fn integers_may_come_as_strings() {
+        let a: FetchFeedArgs = parse_args(
+            serde_json::json!({"url": "http://x/", "limit": "5", "max_content_chars": 100}),
+        )
+        .unwrap();
+        assert_eq!(a.limit, Some(5));
+        assert_eq!(a.max_content_chars, Some(100));
+        let err =
+            parse_args::<FetchFeedArgs>(serde_json::json!({"url": "http://x/", "limit": "-1"}))
+                .unwrap_err();
+        assert_eq!(err.code().as_str(), "USAGE_ERROR");
+    }
+}

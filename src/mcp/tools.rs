@@ -1,0 +1,243 @@
+//! The MCP tools: their arguments, schemas, annotations and descriptions.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+use crate::error::ErrorCode;
+use crate::output::{SchemaKind, schema};
+
+/// Most URLs one `fetch_feed` call takes.
+pub const MAX_URLS: usize = 50;
+/// `fetch_feed`'s default `limit`.
+pub const DEFAULT_LIMIT: u64 = 25;
+/// `fetch_feed`'s default `max_response_tokens`.
+pub const DEFAULT_MAX_RESPONSE_TOKENS: u64 = 10_000;
+
+/// An integer given as a number or as a numeric string (many clients stringify them).
+fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v: Option<Value> = Option::deserialize(d)?;
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1e15)
+                    .map(|f| f as u64)
+            })
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(format!("{n} is not a whole number >= 0"))),
+        Some(Value::String(s)) => s
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| D::Error::custom(format!("{s:?} is not a whole number >= 0"))),
+        Some(other) => Err(D::Error::custom(format!(
+            "expected a whole number, got {other}"
+        ))),
+    }
+}
+
+/// How item bodies are returned.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ContentFormatArg {
+    /// Markdown with absolute links (default).
+    Markdown,
+    /// Plain text.
+    Text,
+    /// Sanitized HTML.
+    Html,
+    /// No bodies (titles, links, dates, summaries only): the cheapest listing.
+    None,
+}
+
+/// How the local cache is used.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum CachePolicyArg {
+    /// Revalidate the cached copy with a conditional GET (default).
+    #[default]
+    Revalidate,
+    /// Like revalidate, but when the origin fails serve the cached copy as `stale`.
+    StaleIfError,
+    /// Neither read nor write the cache.
+    NoCache,
+}
+
+/// Arguments of `fetch_feed`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FetchFeedArgs {
+    /// One feed URL (RSS, Atom or JSON Feed). Give `url` or `urls`, not both.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Up to 50 feed URLs fetched in one call; the server paces each host itself.
+    #[serde(default)]
+    pub urls: Option<Vec<String>>,
+    /// How item bodies are returned: markdown (default), text, html or none.
+    #[serde(default)]
+    pub content_format: Option<ContentFormatArg>,
+    /// Newest items per feed to return (default 25).
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub limit: Option<u64>,
+    /// Only items since: 30m, 2h, 7d, 2026-06-01 or an RFC 3339 time.
+    #[serde(default)]
+    pub since: Option<String>,
+    /// Cut each item body to this many characters.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub max_content_chars: Option<u64>,
+    /// Token budget of the whole result (default 10000); over it the call fails with
+    /// RESPONSE_TOO_LARGE and suggests a limit and max_content_chars that fit.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub max_response_tokens: Option<u64>,
+    /// revalidate (default), stale-if-error or no-cache.
+    #[serde(default)]
+    pub cache_policy: Option<CachePolicyArg>,
+}
+
+/// Arguments of `discover_feeds`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DiscoverArgs {
+    /// The web page (home page, blog, article) whose feeds to find.
+    pub site_url: String,
+}
+
+/// Arguments of `get_item`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GetItemArgs {
+    /// The feed the item belongs to (as given to fetch_feed).
+    pub feed_url: String,
+    /// The item's `id` from fetch_feed, its `guid`, or its permalink URL.
+    pub id: String,
+    /// Cut the body to this many characters.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub max_content_chars: Option<u64>,
+    /// How the body is returned: markdown (default), text, html or none.
+    #[serde(default)]
+    pub content_format: Option<ContentFormatArg>,
+}
+
+/// Arguments of `get_schema`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GetSchemaArgs {
+    /// fetch, ndjson, ndjson-records, discover, show or cache-list.
+    pub command: String,
+}
+
+fn object_schema<T: JsonSchema>() -> Arc<JsonObject> {
+    let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let value = generator.into_root_schema_for::<T>().to_value();
+    Arc::new(match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    })
+}
+
+fn output_schema(kind: SchemaKind) -> Arc<JsonObject> {
+    Arc::new(match schema(kind) {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    })
+}
+
+/// The server's instructions to agents; every code named comes from the error enum.
+pub fn instructions() -> String {
+    let mut s = String::from(
+        "rss fetches RSS, Atom and JSON feeds and returns them as structured JSON.\n\
+         Workflow: call fetch_feed with `urls` (up to 50) rather than many single calls: the server \
+         paces every host itself, one request at a time per host, and learns how long a throttling \
+         host wants to be left alone. Use limit, since and content_format=none for cheap listings, \
+         then get_item for one full item. Given a web page instead of a feed, call discover_feeds.\n\
+         Pacing: a feed that could not be fetched in time is returned with code RATE_LIMITED and \
+         details.retry_after_seconds; do not ask for that host again before then — asking earlier \
+         only provokes more refusals. Other feeds in the same call are unaffected.\n\
+         Error codes:\n",
+    );
+    for code in ErrorCode::ALL {
+        s.push_str(&format!("- {}: {}\n", code.as_str(), code.meaning()));
+    }
+    s
+}
+
+/// Every tool the server offers.
+pub fn all() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "fetch_feed",
+            "Fetch one feed (`url`) or up to 50 (`urls`) and return their items as structured JSON: \
+             per feed its status, title and items (id, url, title, authors, published, summary, content). \
+             Items are newest first, `limit` per feed (default 25). Feeds that fail carry an error object; \
+             RATE_LIMITED means wait `retry_after_seconds` before trying that host again. The whole result \
+             must fit `max_response_tokens` (default 10000), else RESPONSE_TOO_LARGE suggests a smaller \
+             `limit` or `max_content_chars`. Use content_format=none for cheap listings.",
+            object_schema::<FetchFeedArgs>(),
+        )
+        .with_title("Fetch feeds")
+        .with_raw_output_schema(output_schema(SchemaKind::Fetch))
+        .with_annotations(
+            ToolAnnotations::with_title("Fetch feeds")
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(true),
+        ),
+        Tool::new(
+            "discover_feeds",
+            "Find the feeds a web page advertises (<link rel=\"alternate\"> of RSS, Atom or JSON Feed type), \
+             with absolute URLs, titles and formats. If the page is itself a feed, says so (is_feed). \
+             Pass a found URL to fetch_feed.",
+            object_schema::<DiscoverArgs>(),
+        )
+        .with_title("Discover feeds")
+        .with_raw_output_schema(output_schema(SchemaKind::Discover))
+        .with_annotations(
+            ToolAnnotations::with_title("Discover feeds")
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(true),
+        ),
+        Tool::new(
+            "get_item",
+            "Return one item of a feed in full, by its `id` (from fetch_feed), guid or permalink URL. \
+             Served from the local cache when the feed was fetched before, so an item stays reachable \
+             after it rolls off the live feed; otherwise the feed is fetched (paced like any request).",
+            object_schema::<GetItemArgs>(),
+        )
+        .with_title("Get one item")
+        .with_raw_output_schema(output_schema(SchemaKind::Show))
+        .with_annotations(
+            ToolAnnotations::with_title("Get one item")
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(true),
+        ),
+        Tool::new(
+            "get_schema",
+            "Return the JSON Schema of a result: fetch (fetch_feed), discover (discover_feeds), show \
+             (get_item), ndjson, ndjson-records or cache-list.",
+            object_schema::<GetSchemaArgs>(),
+        )
+        .with_title("Get an output schema")
+        .with_raw_output_schema(Arc::new(
+            serde_json::json!({"type": "object"}).as_object().cloned().unwrap_or_default(),
+        ))
+        .with_annotations(
+            ToolAnnotations::with_title("Get an output schema")
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(false),
+        ),
+    ]
+}

@@ -1,0 +1,95 @@
+//! Response budgets: whether a result fits in a token budget, and what limit or content
+//! length would make it fit.
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::feed::estimate_tokens;
+use crate::model::FetchOutput;
+
+/// Estimated tokens of `value` as sent: ceil(chars / 4) of its JSON.
+pub fn tokens_of<T: Serialize>(value: &T) -> usize {
+    serde_json::to_string(value).map_or(usize::MAX, |s| estimate_tokens(&s))
+}
+
+/// A copy of `out` with at most `limit` items per feed.
+fn with_limit(out: &FetchOutput, limit: usize) -> FetchOutput {
+    let mut o = out.clone();
+    for f in &mut o.feeds {
+        f.items.truncate(limit);
+    }
+    o
+}
+
+/// A copy of `out` with every content cut to `chars` characters.
+fn with_content_chars(out: &FetchOutput, chars: usize) -> FetchOutput {
+    let mut o = out.clone();
+    for f in &mut o.feeds {
+        for it in &mut f.items {
+            if let Some(c) = &mut it.content
+                && let Some((at, _)) = c.char_indices().nth(chars)
+            {
+                c.truncate(at);
+                it.content_truncated = true;
+            }
+        }
+    }
+    o
+}
+
+/// The largest `n` in `0..=hi` for which `fits(n)` holds (`fits` is monotone), or 0.
+fn largest_fitting(hi: usize, fits: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0usize, hi);
+    if fits(hi) {
+        return hi;
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) { lo = mid } else { hi = mid - 1 }
+    }
+    lo
+}
+
+/// `Ok` when `out` (plus `overhead` tokens of summary text) fits in `budget` tokens;
+/// otherwise `RESPONSE_TOO_LARGE` with a per-feed `limit` and a `max_content_chars` that
+/// each, followed alone, make the same result fit (with a margin for the fields that
+/// change when they are applied).
+pub fn check(out: &FetchOutput, budget: usize, overhead: usize) -> Result<()> {
+    let estimated = tokens_of(out) + overhead;
+    if estimated <= budget {
+        return Ok(());
+    }
+    // Room for the fields a re-run changes (timestamps, truncation counts, flags).
+    let target = budget.saturating_sub(overhead).saturating_mul(9) / 10;
+    let most_items = out.feeds.iter().map(|f| f.items.len()).max().unwrap_or(0);
+    let suggested_limit = largest_fitting(most_items, |l| tokens_of(&with_limit(out, l)) <= target);
+    let longest = out
+        .feeds
+        .iter()
+        .flat_map(|f| f.items.iter())
+        .filter_map(|i| i.content.as_ref().map(|c| c.chars().count()))
+        .max()
+        .unwrap_or(0);
+    let suggested_max_content_chars = largest_fitting(longest, |c| {
+        tokens_of(&with_content_chars(out, c)) <= target
+    });
+    Err(Error::OverBudget {
+        estimated_tokens: estimated,
+        budget_tokens: budget,
+        suggested_limit,
+        suggested_max_content_chars,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn largest_fitting_finds_the_boundary() {
+        assert_eq!(largest_fitting(100, |n| n <= 37), 37);
+        assert_eq!(largest_fitting(100, |_| true), 100);
+        assert_eq!(largest_fitting(100, |_| false), 0);
+        assert_eq!(largest_fitting(0, |_| false), 0);
+    }
+}

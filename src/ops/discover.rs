@@ -1,0 +1,76 @@
+//! `discover`: the feeds a page advertises, or the page itself when it is a feed.
+
+use super::{Context, blocking};
+use crate::error::{Error, Result};
+use crate::http::{ACCEPT_PAGES, GetRequest};
+use crate::inputs::{Source, classify};
+use crate::model::{DiscoverOutput, DiscoveredFeed, SCHEMA_VERSION, Warning};
+
+/// Warning code: the page advertises no feed.
+pub const WARN_NO_FEEDS: &str = "NO_FEEDS_FOUND";
+
+/// Finds the feeds `site_url` advertises. Goes through the gate like every send.
+pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
+    let input = classify(site_url);
+    let (body, content_type, page_url) = match input.source {
+        Source::Invalid(e) => return Err(e),
+        Source::File(path) => {
+            let body = tokio::fs::read(&path)
+                .await
+                .map_err(|e| Error::io("cannot read", &path, e))?;
+            let url = url::Url::from_file_path(std::path::absolute(&path).unwrap_or(path.clone()))
+                .map_err(|_| Error::internal("a local path could not be made a file URL"))?;
+            (body, None, url)
+        }
+        Source::Http(url) => {
+            let ex = ctx
+                .client
+                .get(GetRequest {
+                    url,
+                    validators: None,
+                    deadline: ctx.client.deadline(),
+                    accept: ACCEPT_PAGES,
+                })
+                .await;
+            let resp = ex.result?;
+            (resp.body, resp.content_type, resp.final_url)
+        }
+    };
+    let final_url = page_url.to_string();
+    let feed_url = input.feed_url.clone();
+    let (is_feed, found) = blocking(move || -> (bool, Vec<DiscoveredFeed>) {
+        let mime = content_type
+            .as_deref()
+            .map(|c| c.split(';').next().unwrap_or("").trim().to_owned());
+        if let Ok(feed) = crate::feed::parse(body.clone(), content_type.as_deref(), Some(&page_url))
+        {
+            let me = DiscoveredFeed {
+                url: page_url.to_string(),
+                title: feed.title,
+                mime_type: mime,
+                format: Some(feed.format.to_owned()),
+            };
+            return (true, vec![me]);
+        }
+        let text = crate::feed::decode_text(body, content_type.as_deref());
+        (false, crate::discover::find_feeds(&text, &page_url))
+    })
+    .await?;
+    let mut warnings = Vec::new();
+    if found.is_empty() {
+        warnings.push(Warning {
+            feed_url: Some(feed_url.clone()),
+            code: WARN_NO_FEEDS.to_owned(),
+            message: "the page advertises no RSS, Atom or JSON feed with <link rel=\"alternate\">"
+                .to_owned(),
+        });
+    }
+    Ok(DiscoverOutput {
+        schema_version: SCHEMA_VERSION.to_owned(),
+        site_url: feed_url,
+        final_url: Some(final_url),
+        is_feed,
+        feeds: found,
+        warnings,
+    })
+}

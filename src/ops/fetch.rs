@@ -1,0 +1,434 @@
+//! `fetch_feeds`: a batch of feeds through the cache, the gate and the parser.
+
+use chrono::{DateTime, Utc};
+use std::path::PathBuf;
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+use url::Url;
+
+use super::{
+    CacheMode, Context, FetchOptions, WARN_CACHE_CORRUPT, WARN_CACHE_WRITE, WARN_SERVED_STALE,
+    blocking,
+};
+use crate::cache::{Entry, Lookup, Meta, StoreRequest};
+use crate::error::{Error, ErrorCode};
+use crate::feed::{self, Built, RawFeed, date};
+use crate::gate::HostKey;
+use crate::http::{ACCEPT_FEEDS, GetRequest, Validators};
+use crate::inputs::{Input, Source};
+use crate::model::{FeedResult, FeedStatus, FetchOutput, SCHEMA_VERSION, Truncation, Warning};
+use crate::schedule::{Job, run_batch};
+
+/// One feed's result with its warnings and selection counts.
+struct Outcome {
+    feed: FeedResult,
+    warnings: Vec<Warning>,
+    built: Built,
+}
+
+fn blank(feed_url: &str) -> FeedResult {
+    FeedResult {
+        feed_url: feed_url.to_owned(),
+        final_url: None,
+        status: FeedStatus::Error,
+        from_cache: false,
+        format: None,
+        title: None,
+        site_url: None,
+        description: None,
+        updated: None,
+        language: None,
+        icon: None,
+        item_count: 0,
+        content_tokens_est_total: 0,
+        items: Vec::new(),
+        error: None,
+        attempts: 0,
+        gate_wait_ms: 0,
+        cached_at: None,
+        cache_age_seconds: None,
+    }
+}
+
+impl Outcome {
+    fn failed(feed_url: &str, err: &Error) -> Outcome {
+        let mut feed = blank(feed_url);
+        feed.error = Some(err.to_object(Some(feed_url)));
+        Outcome {
+            feed,
+            warnings: Vec::new(),
+            built: Built::default(),
+        }
+    }
+
+    fn warn(&mut self, code: &str, message: impl Into<String>) {
+        self.warnings.push(Warning {
+            feed_url: Some(self.feed.feed_url.clone()),
+            code: code.to_owned(),
+            message: message.into(),
+        });
+    }
+}
+
+/// Fetches every input (in request order in the output), pacing each host through the
+/// gate. `on_progress(done, total)` is called as feeds finish.
+pub async fn fetch_feeds(
+    ctx: &Context,
+    inputs: Vec<Input>,
+    opts: &FetchOptions,
+    on_progress: &(dyn Fn(usize, usize) + Sync),
+) -> FetchOutput {
+    let fetched_at = date::format(&Utc::now());
+    let deadline = ctx.client.deadline();
+    let total = inputs.len();
+    let jobs: Vec<Job<Input>> = inputs
+        .into_iter()
+        .enumerate()
+        .map(|(index, input)| Job {
+            index,
+            host: match &input.source {
+                Source::Http(url) => HostKey::from_url(url),
+                _ => None,
+            },
+            payload: input,
+        })
+        .collect();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let outcomes = run_batch(
+        jobs,
+        ctx.config.gate.host_concurrency,
+        |input| fetch_one(ctx, input, opts, deadline),
+        |_, _| {
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            on_progress(n, total);
+        },
+    )
+    .await;
+    assemble(ctx, fetched_at, outcomes, opts)
+}
+
+fn assemble(
+    ctx: &Context,
+    fetched_at: String,
+    outcomes: Vec<Outcome>,
+    opts: &FetchOptions,
+) -> FetchOutput {
+    let mut out = FetchOutput {
+        schema_version: SCHEMA_VERSION.to_owned(),
+        fetched_at,
+        total_items: 0,
+        total_content_tokens_est: 0,
+        feeds: Vec::with_capacity(outcomes.len()),
+        errors: Vec::new(),
+        warnings: ctx.cache_unavailable_warning().into_iter().collect(),
+        truncation: Truncation {
+            limit: opts.selection.limit,
+            since: opts.selection.since.as_ref().map(date::format),
+            max_content_chars: opts.render.max_content_chars,
+            ..Truncation::default()
+        },
+    };
+    for o in outcomes {
+        feed::add_truncation(&mut out.truncation, &o.built);
+        out.total_items += o.feed.item_count;
+        out.total_content_tokens_est += o.feed.content_tokens_est_total;
+        if let Some(e) = &o.feed.error {
+            out.errors.push(e.clone());
+        }
+        out.warnings.extend(o.warnings);
+        out.feeds.push(o.feed);
+    }
+    out
+}
+
+async fn fetch_one(ctx: &Context, input: Input, opts: &FetchOptions, deadline: Instant) -> Outcome {
+    let feed_url = input.feed_url;
+    match input.source {
+        Source::Invalid(err) => Outcome::failed(&feed_url, &err),
+        Source::File(path) => match read_file(path, ctx.config.max_body_bytes).await {
+            Ok(body) => {
+                let mut o = from_body(&feed_url, body, None, None, opts, None).await;
+                if o.feed.status == FeedStatus::Ok {
+                    o.feed.final_url = None;
+                }
+                o
+            }
+            Err(e) => Outcome::failed(&feed_url, &e),
+        },
+        Source::Http(url) => fetch_http(ctx, &feed_url, url, opts, deadline).await,
+    }
+}
+
+async fn read_file(path: PathBuf, cap: u64) -> Result<Vec<u8>, Error> {
+    let file = tokio::fs::File::open(&path)
+        .await
+        .map_err(|e| Error::io("cannot open", &path, e))?;
+    let mut body = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut body)
+        .await
+        .map_err(|e| Error::io("cannot read", &path, e))?;
+    if body.len() as u64 > cap {
+        return Err(Error::TooLarge { limit: cap });
+    }
+    Ok(body)
+}
+
+/// Parses and renders a body off the async threads.
+async fn from_body(
+    feed_url: &str,
+    body: Vec<u8>,
+    content_type: Option<String>,
+    doc_url: Option<Url>,
+    opts: &FetchOptions,
+    store: Option<StoreHook>,
+) -> Outcome {
+    let url = feed_url.to_owned();
+    let selection = opts.selection.clone();
+    let render = opts.render;
+    let parsed = blocking(
+        move || -> (Option<String>, Result<(RawFeed, Built), Error>) {
+            let store_warning = store.and_then(|hook| hook(&body));
+            let result =
+                feed::parse(body, content_type.as_deref(), doc_url.as_ref()).map(|mut raw| {
+                    let items = std::mem::take(&mut raw.items);
+                    let built = feed::build(&url, items, &selection, &render);
+                    (raw, built)
+                });
+            (store_warning, result)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| (None, Err(e)));
+    let (store_warning, parsed) = parsed;
+    let mut o = match parsed {
+        Err(e) => Outcome::failed(feed_url, &e),
+        Ok((raw, mut built)) => {
+            let items = std::mem::take(&mut built.items);
+            let feed = FeedResult {
+                status: FeedStatus::Ok,
+                format: Some(raw.format.to_owned()),
+                title: raw.title,
+                site_url: raw.site_url,
+                description: raw.description,
+                updated: raw.updated.as_ref().map(date::format),
+                language: raw.language,
+                icon: raw.icon,
+                item_count: items.len(),
+                content_tokens_est_total: items.iter().map(|i| i.content_tokens_est).sum(),
+                items,
+                ..blank(feed_url)
+            };
+            let mut o = Outcome {
+                feed,
+                warnings: Vec::new(),
+                built: Built {
+                    items: Vec::new(),
+                    ..built
+                },
+            };
+            let warnings: Vec<(&str, String)> = raw
+                .warnings
+                .into_iter()
+                .chain(std::mem::take(&mut o.built.warnings))
+                .collect();
+            for (code, msg) in warnings {
+                o.warn(code, msg);
+            }
+            o
+        }
+    };
+    if let Some(w) = store_warning {
+        o.warn(WARN_CACHE_WRITE, w);
+    }
+    o
+}
+
+/// Writes a fresh body to the cache before it is parsed; returns a warning on failure.
+type StoreHook = Box<dyn FnOnce(&[u8]) -> Option<String> + Send>;
+
+/// Serves a cached entry's body as `status`.
+async fn from_entry(
+    feed_url: &str,
+    entry: Entry,
+    status: FeedStatus,
+    opts: &FetchOptions,
+) -> Outcome {
+    let doc_url = Url::parse(&entry.meta.final_url).ok();
+    let cached_at = entry.meta.fetched_at.clone();
+    let age = entry.meta.age(Utc::now()).map(|d| d.as_secs());
+    let mut o = from_body(
+        feed_url,
+        entry.body,
+        entry.meta.content_type.clone(),
+        doc_url,
+        opts,
+        None,
+    )
+    .await;
+    if o.feed.status == FeedStatus::Ok {
+        o.feed.status = status;
+        o.feed.from_cache = true;
+        o.feed.final_url = Some(entry.meta.final_url);
+        o.feed.cached_at = Some(cached_at);
+        o.feed.cache_age_seconds = age;
+    }
+    o
+}
+
+async fn load_cached(
+    ctx: &Context,
+    feed_url: &str,
+    opts: &FetchOptions,
+) -> (Option<Entry>, Option<String>) {
+    let Some(cache) = ctx.cache.clone().filter(|_| opts.cache != CacheMode::Off) else {
+        return (None, None);
+    };
+    let url = feed_url.to_owned();
+    match blocking(move || cache.load(&url)).await {
+        Ok(Lookup::Hit(e)) => (Some(*e), None),
+        Ok(Lookup::Miss) => (None, None),
+        Ok(Lookup::Corrupt(msg)) => (None, Some(format!("{msg}; fetching a fresh copy"))),
+        Err(e) => (None, Some(e.to_string())),
+    }
+}
+
+/// Whether an origin failure may be covered by a stale copy.
+fn stale_allowed(err: &Error) -> bool {
+    match err {
+        Error::HttpStatus { status, .. } => *status >= 500,
+        _ => matches!(err.code(), ErrorCode::RateLimited | ErrorCode::Network),
+    }
+}
+
+fn covers_since(meta: &Meta, since: Option<DateTime<Utc>>) -> bool {
+    match (since, meta.fetched_at()) {
+        (None, _) => true,
+        (Some(cut), Some(at)) => at >= cut,
+        (Some(_), None) => false,
+    }
+}
+
+async fn fetch_http(
+    ctx: &Context,
+    feed_url: &str,
+    url: Url,
+    opts: &FetchOptions,
+    deadline: Instant,
+) -> Outcome {
+    let (cached, corrupt) = load_cached(ctx, feed_url, opts).await;
+    if let (CacheMode::MaxAge(max), Some(entry)) = (opts.cache, &cached)
+        && entry.meta.age(Utc::now()).is_some_and(|age| age < max)
+    {
+        let entry = entry.clone();
+        let mut o = from_entry(feed_url, entry, FeedStatus::Ok, opts).await;
+        if let Some(msg) = corrupt {
+            o.warn(WARN_CACHE_CORRUPT, msg);
+        }
+        return o;
+    }
+    let validators = cached.as_ref().map(|e| Validators {
+        etag: e.meta.etag.clone(),
+        last_modified: e.meta.last_modified.clone(),
+    });
+    let ex = ctx
+        .client
+        .get(GetRequest {
+            url,
+            validators,
+            deadline,
+            accept: ACCEPT_FEEDS,
+        })
+        .await;
+    let mut o = match ex.result {
+        Ok(resp) if resp.not_modified => match cached {
+            Some(entry) => {
+                let mut touched = None;
+                if let Some(cache) = ctx.cache.clone() {
+                    let meta = entry.meta.clone();
+                    let (etag, lm) = (resp.etag.clone(), resp.last_modified.clone());
+                    touched =
+                        blocking(move || cache.touch(&meta, etag.as_deref(), lm.as_deref()).ok())
+                            .await
+                            .ok()
+                            .flatten();
+                }
+                let entry = Entry {
+                    meta: touched.unwrap_or(entry.meta),
+                    body: entry.body,
+                };
+                from_entry(feed_url, entry, FeedStatus::NotModified, opts).await
+            }
+            None => Outcome::failed(
+                feed_url,
+                &Error::HttpStatus {
+                    status: 304,
+                    url: resp.final_url.to_string(),
+                },
+            ),
+        },
+        Ok(resp) => {
+            let store: Option<StoreHook> = ctx
+                .cache
+                .clone()
+                .filter(|_| opts.cache != CacheMode::Off)
+                .map(|cache| {
+                    let (f, fin, etag, lm, ct) = (
+                        feed_url.to_owned(),
+                        resp.final_url.to_string(),
+                        resp.etag.clone(),
+                        resp.last_modified.clone(),
+                        resp.content_type.clone(),
+                    );
+                    Box::new(move |body: &[u8]| {
+                        let req = StoreRequest {
+                            feed_url: &f,
+                            final_url: &fin,
+                            etag: etag.as_deref(),
+                            last_modified: lm.as_deref(),
+                            content_type: ct.as_deref(),
+                        };
+                        cache.store(&req, body).err().map(|e| e.to_string())
+                    }) as StoreHook
+                });
+            let final_url = resp.final_url.to_string();
+            let mut o = from_body(
+                feed_url,
+                resp.body,
+                resp.content_type,
+                Some(resp.final_url),
+                opts,
+                store,
+            )
+            .await;
+            o.feed.final_url = Some(final_url);
+            o
+        }
+        Err(err) => match cached {
+            Some(entry)
+                if opts.stale_if_error
+                    && stale_allowed(&err)
+                    && covers_since(&entry.meta, opts.selection.since) =>
+            {
+                let when = entry.meta.fetched_at.clone();
+                let mut o = from_entry(feed_url, entry, FeedStatus::Stale, opts).await;
+                o.warn(
+                    WARN_SERVED_STALE,
+                    format!(
+                        "served the copy cached at {when} because the origin failed: {} ({})",
+                        err,
+                        err.code().as_str()
+                    ),
+                );
+                o
+            }
+            _ => Outcome::failed(feed_url, &err),
+        },
+    };
+    o.feed.attempts = ex.attempts;
+    o.feed.gate_wait_ms = ex.gate_wait.as_millis() as u64;
+    if let Some(msg) = corrupt {
+        o.warn(WARN_CACHE_CORRUPT, msg);
+    }
+    o
+}

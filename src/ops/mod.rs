@@ -1,0 +1,148 @@
+//! The operations both front ends call: fetch, discover, show, cache. Behaviour lives here
+//! and is never forked into `cli` or `mcp`.
+
+pub mod budget;
+mod discover;
+mod fetch;
+mod show;
+
+use std::time::Duration;
+
+use crate::cache::Cache;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::feed::{RenderOptions, Selection};
+use crate::http::Client;
+use crate::model::{CacheListOutput, SCHEMA_VERSION, Warning};
+
+pub use discover::discover;
+pub use fetch::fetch_feeds;
+pub use show::{ShowOptions, show_item};
+
+/// Warning code: the cache could not be used this run.
+pub const WARN_CACHE_UNAVAILABLE: &str = "CACHE_UNAVAILABLE";
+/// Warning code: a cache entry was damaged and ignored.
+pub const WARN_CACHE_CORRUPT: &str = "CACHE_ENTRY_CORRUPT";
+/// Warning code: a fresh body could not be written to the cache.
+pub const WARN_CACHE_WRITE: &str = "CACHE_WRITE_FAILED";
+/// Warning code: the origin failed and a cached copy was served.
+pub const WARN_SERVED_STALE: &str = "SERVED_STALE";
+
+/// What one process shares between all operations: one HTTP client (so one gate and one
+/// connection pool), the cache, and the configuration.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The one HTTP client.
+    pub client: Client,
+    /// The cache, when it could be opened.
+    pub cache: Option<Cache>,
+    /// Why the cache could not be opened, reported with every fetch.
+    pub cache_warning: Option<String>,
+    /// The resolved configuration.
+    pub config: Config,
+}
+
+impl Context {
+    /// Builds the shared state from resolved configuration.
+    pub fn new(config: Config) -> Result<Context> {
+        let client = Client::new(&config)?;
+        let (cache, cache_warning) = match &config.cache_dir {
+            Some(dir) => match Cache::open(dir) {
+                Ok(c) => (Some(c), None),
+                Err(e) => (None, Some(format!("running without a cache: {e}"))),
+            },
+            None => (
+                None,
+                Some("running without a cache: no cache directory is known".to_owned()),
+            ),
+        };
+        Ok(Context {
+            client,
+            cache,
+            cache_warning,
+            config,
+        })
+    }
+
+    fn cache_unavailable_warning(&self) -> Option<Warning> {
+        self.cache_warning.as_ref().map(|m| Warning {
+            feed_url: None,
+            code: WARN_CACHE_UNAVAILABLE.to_owned(),
+            message: m.clone(),
+        })
+    }
+}
+
+/// How the cache is used by a fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheMode {
+    /// Always revalidate a cached copy with a conditional GET (the default).
+    #[default]
+    Revalidate,
+    /// Serve a cached copy younger than this without any network call.
+    MaxAge(Duration),
+    /// Ignore freshness and revalidate now.
+    Refresh,
+    /// Neither read nor write the cache.
+    Off,
+}
+
+/// Options of `fetch_feeds`.
+#[derive(Debug, Clone, Default)]
+pub struct FetchOptions {
+    /// `--since` and `--limit`.
+    pub selection: Selection,
+    /// `--content` and `--max-content-chars`.
+    pub render: RenderOptions,
+    /// How the cache is used.
+    pub cache: CacheMode,
+    /// Serve a cached copy when the origin fails.
+    pub stale_if_error: bool,
+}
+
+/// Lists the cache (`rss cache list`).
+pub async fn cache_list(ctx: &Context) -> Result<CacheListOutput> {
+    let cache = require_cache(ctx)?.clone();
+    let dir = cache.dir().display().to_string();
+    let (entries, warnings) = tokio::task::spawn_blocking(move || cache.list())
+        .await
+        .map_err(|e| Error::internal(format!("cache listing panicked: {e}")))?;
+    Ok(CacheListOutput {
+        schema_version: SCHEMA_VERSION.to_owned(),
+        cache_dir: dir,
+        entries: entries.into_iter().map(|(_, info)| info).collect(),
+        warnings: warnings
+            .into_iter()
+            .map(|m| Warning {
+                feed_url: None,
+                code: WARN_CACHE_CORRUPT.to_owned(),
+                message: m,
+            })
+            .collect(),
+    })
+}
+
+/// Clears the cache (`rss cache clear`), all of it or entries older than `older_than`.
+pub async fn cache_clear(ctx: &Context, older_than: Option<Duration>) -> Result<usize> {
+    let cache = require_cache(ctx)?.clone();
+    tokio::task::spawn_blocking(move || cache.clear(older_than))
+        .await
+        .map_err(|e| Error::internal(format!("cache clearing panicked: {e}")))?
+}
+
+fn require_cache(ctx: &Context) -> Result<&Cache> {
+    ctx.cache.as_ref().ok_or_else(|| {
+        Error::usage(
+            ctx.cache_warning
+                .clone()
+                .unwrap_or_else(|| "the cache is not available".to_owned()),
+        )
+    })
+}
+
+/// Runs a blocking closure off the async threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::internal(format!("a worker thread failed: {e}")))
+}

@@ -1,0 +1,211 @@
+//! `show_item`: one item by id, guid or permalink, cache first.
+
+use url::Url;
+
+use super::{Context, WARN_CACHE_CORRUPT, blocking};
+use crate::cache::{Entry, Lookup, StoreRequest};
+use crate::error::{Error, Result};
+use crate::feed::{self, RenderOptions, WARN_CONTENT_FALLBACK};
+use crate::http::{ACCEPT_FEEDS, GetRequest, Validators};
+use crate::inputs::{Source, classify};
+use crate::model::{Item, SCHEMA_VERSION, ShowOutput, Warning};
+
+/// Options of `show_item`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShowOptions {
+    /// Skip the cache and fetch the feed live.
+    pub refresh: bool,
+    /// How the item's body is rendered.
+    pub render: RenderOptions,
+}
+
+/// A body to search, and where it came from.
+struct Found {
+    body: Vec<u8>,
+    content_type: Option<String>,
+    doc_url: Option<Url>,
+    from_cache: bool,
+    fetched_at: Option<String>,
+}
+
+async fn search(
+    feed_url: &str,
+    src: Found,
+    key: &str,
+    render: RenderOptions,
+) -> Result<Option<(Item, bool)>> {
+    let (f, k) = (feed_url.to_owned(), key.to_owned());
+    blocking(move || {
+        let raw = feed::parse(src.body, src.content_type.as_deref(), src.doc_url.as_ref())?;
+        Ok(feed::find_item(&f, raw.items, &k, &render))
+    })
+    .await?
+}
+
+/// Finds the item `key` (its id, guid or permalink URL) of `feed_url`. The cached copy is
+/// searched first with no network call; the live feed only when the cache lacks it or
+/// `refresh` is set.
+pub async fn show_item(
+    ctx: &Context,
+    feed_url: &str,
+    key: &str,
+    opts: ShowOptions,
+) -> Result<ShowOutput> {
+    let input = classify(feed_url);
+    let feed_url = input.feed_url.clone();
+    let mut warnings = Vec::new();
+    let mut warn = |code: &str, message: String| {
+        warnings.push(Warning {
+            feed_url: Some(feed_url.clone()),
+            code: code.to_owned(),
+            message,
+        })
+    };
+    let url = match input.source {
+        Source::Invalid(e) => return Err(e),
+        Source::File(path) => {
+            let body = tokio::fs::read(&path)
+                .await
+                .map_err(|e| Error::io("cannot read", &path, e))?;
+            let src = Found {
+                body,
+                content_type: None,
+                doc_url: None,
+                from_cache: false,
+                fetched_at: None,
+            };
+            return finish(&feed_url, key, src, opts, warnings).await;
+        }
+        Source::Http(url) => url,
+    };
+    let mut cached: Option<Entry> = None;
+    if let Some(cache) = ctx.cache.clone() {
+        let u = feed_url.clone();
+        match blocking(move || cache.load(&u)).await? {
+            Lookup::Hit(e) => cached = Some(*e),
+            Lookup::Miss => {}
+            Lookup::Corrupt(m) => warn(WARN_CACHE_CORRUPT, m),
+        }
+    }
+    if let Some(entry) = cached.as_ref().filter(|_| !opts.refresh) {
+        let src = Found {
+            body: entry.body.clone(),
+            content_type: entry.meta.content_type.clone(),
+            doc_url: Url::parse(&entry.meta.final_url).ok(),
+            from_cache: true,
+            fetched_at: Some(entry.meta.fetched_at.clone()),
+        };
+        if let Some(found) = search(&feed_url, src, key, opts.render).await? {
+            return Ok(output(
+                &feed_url,
+                found,
+                true,
+                Some(entry.meta.fetched_at.clone()),
+                warnings,
+            ));
+        }
+    }
+    let ex = ctx
+        .client
+        .get(GetRequest {
+            url,
+            validators: cached.as_ref().map(|e| Validators {
+                etag: e.meta.etag.clone(),
+                last_modified: e.meta.last_modified.clone(),
+            }),
+            deadline: ctx.client.deadline(),
+            accept: ACCEPT_FEEDS,
+        })
+        .await;
+    let resp = ex.result?;
+    let src = if resp.not_modified {
+        let entry = cached.ok_or_else(|| Error::HttpStatus {
+            status: 304,
+            url: resp.final_url.to_string(),
+        })?;
+        Found {
+            body: entry.body,
+            content_type: entry.meta.content_type,
+            doc_url: Url::parse(&entry.meta.final_url).ok(),
+            from_cache: true,
+            fetched_at: Some(entry.meta.fetched_at),
+        }
+    } else {
+        if let Some(cache) = ctx.cache.clone() {
+            let (f, fin, etag, lm, ct, body) = (
+                feed_url.clone(),
+                resp.final_url.to_string(),
+                resp.etag.clone(),
+                resp.last_modified.clone(),
+                resp.content_type.clone(),
+                resp.body.clone(),
+            );
+            let stored = blocking(move || {
+                let req = StoreRequest {
+                    feed_url: &f,
+                    final_url: &fin,
+                    etag: etag.as_deref(),
+                    last_modified: lm.as_deref(),
+                    content_type: ct.as_deref(),
+                };
+                cache.store(&req, &body)
+            })
+            .await?;
+            if let Err(e) = stored {
+                warn(super::WARN_CACHE_WRITE, e.to_string());
+            }
+        }
+        Found {
+            body: resp.body,
+            content_type: resp.content_type,
+            doc_url: Some(resp.final_url),
+            from_cache: false,
+            fetched_at: Some(feed::date::format(&chrono::Utc::now())),
+        }
+    };
+    finish(&feed_url, key, src, opts, warnings).await
+}
+
+async fn finish(
+    feed_url: &str,
+    key: &str,
+    src: Found,
+    opts: ShowOptions,
+    warnings: Vec<Warning>,
+) -> Result<ShowOutput> {
+    let (from_cache, fetched_at) = (src.from_cache, src.fetched_at.clone());
+    match search(feed_url, src, key, opts.render).await? {
+        Some(found) => Ok(output(feed_url, found, from_cache, fetched_at, warnings)),
+        None => Err(Error::NotFound {
+            message: format!(
+                "no item of {feed_url} has the id, guid or URL {key:?}; `rss fetch {feed_url}` lists the current ids"
+            ),
+        }),
+    }
+}
+
+fn output(
+    feed_url: &str,
+    found: (Item, bool),
+    from_cache: bool,
+    fetched_at: Option<String>,
+    mut warnings: Vec<Warning>,
+) -> ShowOutput {
+    let (item, fell_back) = found;
+    if fell_back {
+        warnings.push(Warning {
+            feed_url: Some(feed_url.to_owned()),
+            code: WARN_CONTENT_FALLBACK.to_owned(),
+            message: "the item's body could not be converted and is given as stripped text"
+                .to_owned(),
+        });
+    }
+    ShowOutput {
+        schema_version: SCHEMA_VERSION.to_owned(),
+        feed_url: feed_url.to_owned(),
+        from_cache,
+        fetched_at,
+        item,
+        warnings,
+    }
+}

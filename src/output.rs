@@ -1,0 +1,242 @@
+//! Rendering results: json, ndjson (items or tagged records), text; and the JSON Schemas
+//! generated from the model types.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::model::{
+    CacheListOutput, DiscoverOutput, FeedStatus, FetchOutput, NdjsonItem, NdjsonRecord,
+    NdjsonSummary, ShowOutput,
+};
+
+/// How `rss fetch` prints its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// One JSON document.
+    Json,
+    /// One JSON item a line (or tagged records).
+    Ndjson,
+    /// A human summary.
+    Text,
+}
+
+/// Writes `value` as JSON and a newline; pretty when asked.
+pub fn write_json<T: Serialize>(out: &mut dyn Write, value: &T, pretty: bool) -> io::Result<()> {
+    if pretty {
+        serde_json::to_writer_pretty(&mut *out, value)?;
+    } else {
+        serde_json::to_writer(&mut *out, value)?;
+    }
+    out.write_all(b"\n")
+}
+
+/// Writes a fetch result in `format`.
+pub fn write_fetch(
+    out: &mut dyn Write,
+    result: &FetchOutput,
+    format: Format,
+    records: bool,
+    pretty: bool,
+    color: bool,
+) -> io::Result<()> {
+    match format {
+        Format::Json => write_json(out, result, pretty),
+        Format::Ndjson => write_ndjson(out, result, records),
+        Format::Text => write_text(out, result, color),
+    }
+}
+
+fn write_ndjson(out: &mut dyn Write, result: &FetchOutput, records: bool) -> io::Result<()> {
+    for feed in &result.feeds {
+        for item in &feed.items {
+            let line = NdjsonItem {
+                feed_url: feed.feed_url.clone(),
+                item: item.clone(),
+            };
+            if records {
+                write_json(out, &NdjsonRecord::Item(line), false)?;
+            } else {
+                write_json(out, &line, false)?;
+            }
+        }
+    }
+    if records {
+        for e in &result.errors {
+            write_json(out, &NdjsonRecord::Error(e.clone()), false)?;
+        }
+        let failed = result
+            .feeds
+            .iter()
+            .filter(|f| f.status == FeedStatus::Error)
+            .count();
+        let summary = NdjsonSummary {
+            schema_version: result.schema_version.clone(),
+            fetched_at: result.fetched_at.clone(),
+            feeds: result.feeds.len(),
+            feeds_ok: result.feeds.len() - failed,
+            feeds_failed: failed,
+            total_items: result.total_items,
+            total_content_tokens_est: result.total_content_tokens_est,
+            warnings: result.warnings.clone(),
+            truncation: result.truncation.clone(),
+        };
+        write_json(out, &NdjsonRecord::Summary(summary), false)?;
+    }
+    Ok(())
+}
+
+struct Paint(bool);
+
+impl Paint {
+    fn wrap(&self, code: &str, s: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_owned()
+        }
+    }
+    fn bold(&self, s: &str) -> String {
+        self.wrap("1", s)
+    }
+    fn dim(&self, s: &str) -> String {
+        self.wrap("2", s)
+    }
+    fn red(&self, s: &str) -> String {
+        self.wrap("31", s)
+    }
+    fn yellow(&self, s: &str) -> String {
+        self.wrap("33", s)
+    }
+}
+
+fn write_text(out: &mut dyn Write, result: &FetchOutput, color: bool) -> io::Result<()> {
+    let p = Paint(color);
+    for feed in &result.feeds {
+        let title = feed.title.as_deref().unwrap_or(&feed.feed_url);
+        let status = match feed.status {
+            FeedStatus::Ok => "ok",
+            FeedStatus::NotModified => "not modified",
+            FeedStatus::Stale => "stale",
+            FeedStatus::Error => "error",
+        };
+        let cache = if feed.from_cache { ", from cache" } else { "" };
+        writeln!(
+            out,
+            "{}  {}",
+            p.bold(title),
+            p.dim(&format!("({status}, {} items{cache})", feed.item_count))
+        )?;
+        if feed.title.is_some() {
+            writeln!(out, "{}", p.dim(&feed.feed_url))?;
+        }
+        if let Some(e) = &feed.error {
+            writeln!(out, "  {} {}", p.red(&e.code), e.message)?;
+        }
+        for item in &feed.items {
+            let when = item
+                .published
+                .as_deref()
+                .or(item.updated.as_deref())
+                .map(|d| d.get(..10).unwrap_or(d).to_owned())
+                .unwrap_or_else(|| "----------".to_owned());
+            writeln!(
+                out,
+                "  {}  {}",
+                p.dim(&when),
+                item.title.as_deref().unwrap_or("(untitled)")
+            )?;
+            if let Some(u) = &item.url {
+                writeln!(out, "              {}", p.dim(u))?;
+            }
+        }
+        writeln!(out)?;
+    }
+    for w in &result.warnings {
+        let whom = w.feed_url.as_deref().unwrap_or("run");
+        writeln!(
+            out,
+            "{} {whom}: {}",
+            p.yellow(&format!("warning {}", w.code)),
+            w.message
+        )?;
+    }
+    let failed = result.errors.len();
+    writeln!(
+        out,
+        "{} feeds, {} items, {} failed, fetched {}",
+        result.feeds.len(),
+        result.total_items,
+        failed,
+        result.fetched_at
+    )?;
+    Ok(())
+}
+
+/// The commands whose output has a schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaKind {
+    /// `rss fetch --format json`.
+    Fetch,
+    /// One line of `rss fetch --format ndjson`.
+    NdjsonItem,
+    /// One line of `rss fetch --format ndjson --ndjson-records`.
+    NdjsonRecord,
+    /// `rss discover`.
+    Discover,
+    /// `rss show`.
+    Show,
+    /// `rss cache list`.
+    CacheList,
+}
+
+impl SchemaKind {
+    /// Every kind with its command-line name.
+    pub const ALL: [(&'static str, SchemaKind); 6] = [
+        ("fetch", SchemaKind::Fetch),
+        ("ndjson", SchemaKind::NdjsonItem),
+        ("ndjson-records", SchemaKind::NdjsonRecord),
+        ("discover", SchemaKind::Discover),
+        ("show", SchemaKind::Show),
+        ("cache-list", SchemaKind::CacheList),
+    ];
+
+    /// Parses a command-line name.
+    pub fn parse(s: &str) -> Option<SchemaKind> {
+        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, k)| *k)
+    }
+}
+
+/// The JSON Schema of `kind`, generated from the model types. Every property is required:
+/// optional values are `null`, never omitted.
+pub fn schema(kind: SchemaKind) -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let schema = match kind {
+        SchemaKind::Fetch => generator.into_root_schema_for::<FetchOutput>(),
+        SchemaKind::NdjsonItem => generator.into_root_schema_for::<NdjsonItem>(),
+        SchemaKind::NdjsonRecord => generator.into_root_schema_for::<NdjsonRecord>(),
+        SchemaKind::Discover => generator.into_root_schema_for::<DiscoverOutput>(),
+        SchemaKind::Show => generator.into_root_schema_for::<ShowOutput>(),
+        SchemaKind::CacheList => generator.into_root_schema_for::<CacheListOutput>(),
+    };
+    let mut value = schema.to_value();
+    require_all(&mut value);
+    value
+}
+
+fn require_all(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            if let Some(Value::Object(props)) = map.get("properties") {
+                let keys: Vec<Value> = props.keys().cloned().map(Value::String).collect();
+                map.insert("required".to_owned(), Value::Array(keys));
+            }
+            for (_, child) in map.iter_mut() {
+                require_all(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(require_all),
+        _ => {}
+    }
+}

@@ -1,0 +1,140 @@
+//! Running a batch: one queue per host, so a slow or throttled host never delays others.
+//!
+//! Each host gets as many workers as it has gate permits; a worker takes the next job of
+//! its host and runs it to completion. Waiting for a host (its permit, its cooldown)
+//! happens in the gate and holds no global slot: the global cap on sends in flight is
+//! taken by the HTTP client only around an actual send. Local files and invalid inputs
+//! need no host and run at once. Results come back in job order.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::sync::Mutex;
+
+use futures::future::join_all;
+
+use crate::gate::HostKey;
+
+/// One host's pending jobs: the host, how many there were, the queue.
+type HostQueue<T> = (Option<HostKey>, usize, Mutex<VecDeque<Job<T>>>);
+
+/// A job's place in the batch and the host it needs (`None`: no network).
+#[derive(Debug, Clone)]
+pub struct Job<T> {
+    /// Position in the batch (and in the output).
+    pub index: usize,
+    /// The host the job sends to, if any.
+    pub host: Option<HostKey>,
+    /// What to run.
+    pub payload: T,
+}
+
+/// Runs every job with `run`, `per_host` at a time per host, and returns the results in
+/// job order. `on_done` is called as each job finishes.
+pub async fn run_batch<T, R, F, Fut>(
+    jobs: Vec<Job<T>>,
+    per_host: usize,
+    run: F,
+    on_done: impl Fn(usize, &R),
+) -> Vec<R>
+where
+    F: Fn(T) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let total = jobs.len();
+    let mut queues: Vec<(Option<HostKey>, VecDeque<Job<T>>)> = Vec::new();
+    let mut by_host: HashMap<Option<HostKey>, usize> = HashMap::new();
+    for job in jobs {
+        let slot = *by_host.entry(job.host.clone()).or_insert_with(|| {
+            queues.push((job.host.clone(), VecDeque::new()));
+            queues.len() - 1
+        });
+        queues[slot].1.push_back(job);
+    }
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..total).map(|_| None).collect());
+    let queues: Vec<HostQueue<T>> = queues
+        .into_iter()
+        .map(|(h, q)| (h, q.len(), Mutex::new(q)))
+        .collect();
+    let mut workers = Vec::new();
+    for (host, len, queue) in &queues {
+        // Jobs without a host all run at once; a host gets one worker per permit.
+        let n = if host.is_none() {
+            *len
+        } else {
+            per_host.max(1).min(*len)
+        };
+        for _ in 0..n {
+            workers.push(async {
+                loop {
+                    // The lock is never held across an await.
+                    let next = lock(queue).pop_front();
+                    let Some(job) = next else { break };
+                    let result = run(job.payload).await;
+                    on_done(job.index, &result);
+                    lock(&results)[job.index] = Some(result);
+                }
+            });
+        }
+    }
+    join_all(workers).await;
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.expect("every job runs exactly once"))
+        .collect()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    fn host(s: &str) -> Option<HostKey> {
+        HostKey::from_url(&url::Url::parse(s).unwrap())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_host_never_delays_the_others_and_order_is_kept() {
+        let mut jobs = Vec::new();
+        for i in 0..4 {
+            jobs.push(Job {
+                index: i,
+                host: host("http://slow.test/"),
+                payload: (i, 10u64),
+            });
+        }
+        for i in 4..8 {
+            jobs.push(Job {
+                index: i,
+                host: host(&format!("http://fast{}.test/", i)),
+                payload: (i, 1u64),
+            });
+        }
+        let t0 = Instant::now();
+        let finished = Mutex::new(Vec::new());
+        let out = run_batch(
+            jobs,
+            1,
+            |(i, secs)| async move {
+                tokio::time::sleep(Duration::from_secs(secs)).await;
+                (i, Instant::now())
+            },
+            |i, _| finished.lock().unwrap().push(i),
+        )
+        .await;
+        let order: Vec<usize> = out.iter().map(|(i, _)| *i).collect();
+        assert_eq!(order, (0..8).collect::<Vec<_>>());
+        // The fast hosts all finish after 1 s, while the slow host serializes 4 × 10 s.
+        for (i, at) in &out[4..] {
+            assert_eq!(*at - t0, Duration::from_secs(1), "job {i}");
+        }
+        assert_eq!(out[3].1 - t0, Duration::from_secs(40));
+        assert_eq!(&finished.lock().unwrap()[..4], &[4, 5, 6, 7]);
+    }
+}

@@ -1,0 +1,334 @@
+//! The `rss` binary end to end: inputs, formats, exit codes, usage errors, schemas.
+
+use std::io::Read;
+use std::process::Stdio;
+
+use crate::helpers::*;
+
+fn validator(kind: &str) -> jsonschema::Validator {
+    let out = rss_cmd()
+        .args(["schema", "--command", kind])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let schema = json(&out.stdout);
+    jsonschema::validator_for(&schema).expect("a valid JSON Schema")
+}
+
+fn assert_valid(v: &jsonschema::Validator, doc: &serde_json::Value) {
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_fetch_validates_against_the_printed_schema() {
+    let srv = fixture_server().await;
+    let urls: Vec<String> = [
+        "/rss20.xml",
+        "/atom10.xml",
+        "/jsonfeed11.json",
+        "/malformed.xml",
+        "/missing.xml",
+    ]
+    .iter()
+    .map(|p| srv.url(p))
+    .collect();
+    let mut args = vec!["fetch".to_owned(), "--no-cache".to_owned()];
+    args.extend(urls.clone());
+    let out = rss_cmd().args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let doc = json(&out.stdout);
+    assert_valid(&validator("fetch"), &doc);
+    assert_eq!(doc["schema_version"], "1");
+    assert_eq!(doc["feeds"].as_array().unwrap().len(), 5);
+    // Optional fields are null, never omitted.
+    assert!(doc["feeds"][3]["title"].is_null());
+    assert!(doc["feeds"][0]["error"].is_null());
+    assert_eq!(doc["errors"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["feeds"][4]["error"]["code"], "FEED_FETCH_FAILED");
+    assert_eq!(doc["feeds"][4]["error"]["details"]["http_status"], 404);
+
+    let mut nd_args = args.clone();
+    nd_args.extend(["--format".into(), "ndjson".into()]);
+    let out = rss_cmd().args(&nd_args).output().unwrap();
+    let item_schema = validator("ndjson");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<_> = text.lines().collect();
+    assert!(lines.len() >= 6);
+    for line in &lines {
+        assert_valid(&item_schema, &json(line.as_bytes()));
+    }
+
+    nd_args.push("--ndjson-records".into());
+    let out = rss_cmd().args(&nd_args).output().unwrap();
+    let record_schema = validator("ndjson-records");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let records: Vec<serde_json::Value> = text.lines().map(|l| json(l.as_bytes())).collect();
+    for r in &records {
+        assert_valid(&record_schema, r);
+    }
+    assert_eq!(records.iter().filter(|r| r["type"] == "error").count(), 2);
+    let last = records.last().unwrap();
+    assert_eq!(last["type"], "summary");
+    assert_eq!(last["feeds_failed"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_xml_fails_alone_and_the_batch_exits_3() {
+    let srv = fixture_server().await;
+    let out = rss_cmd()
+        .args([
+            "fetch",
+            "--no-cache",
+            &srv.url("/malformed.xml"),
+            &srv.url("/rss20.xml"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let doc = json(&out.stdout);
+    assert_eq!(doc["feeds"][0]["status"], "error");
+    assert_eq!(doc["feeds"][0]["error"]["code"], "FEED_PARSE_FAILED");
+    assert_eq!(doc["feeds"][1]["status"], "ok");
+    assert_eq!(doc["total_items"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_html_page_points_at_discover_and_discover_finds_its_feeds() {
+    let srv = fixture_server().await;
+    let page = srv.url("/page.html");
+    let out = rss_cmd()
+        .args(["fetch", "--no-cache", &page])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let doc = json(&out.stdout);
+    let err = &doc["feeds"][0]["error"];
+    assert_eq!(err["code"], "FEED_PARSE_FAILED");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("rss discover {page}")),
+        "{err}"
+    );
+
+    let out = rss_cmd().args(["discover", &page]).output().unwrap();
+    assert!(out.status.success());
+    let doc = json(&out.stdout);
+    assert_valid(&validator("discover"), &doc);
+    assert_eq!(doc["is_feed"], false);
+    let urls: Vec<&str> = doc["feeds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["url"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        urls,
+        vec![
+            srv.url("/feed.xml").as_str(),
+            srv.url("/atom.xml").as_str(),
+            "https://example.com/feed.json"
+        ]
+    );
+    assert_eq!(doc["feeds"][1]["title"], "Example Atom");
+    assert_eq!(doc["feeds"][1]["format"], "atom");
+
+    let out = rss_cmd()
+        .args(["discover", &srv.url("/rss20.xml")])
+        .output()
+        .unwrap();
+    let doc = json(&out.stdout);
+    assert_eq!(doc["is_feed"], true);
+    assert_eq!(doc["feeds"][0]["title"], "Example Engineering Blog");
+}
+
+#[test]
+fn usage_errors_exit_2_with_json_on_stderr_and_nothing_on_stdout() {
+    for args in [
+        vec!["fetch", "--bogus-flag", "x"],
+        vec!["fetch", "--limit", "-1", "x"],
+        vec![
+            "fetch",
+            "--since",
+            "yesterdayish",
+            "tests/fixtures/rss20.xml",
+        ],
+        vec!["fetch"],
+        vec!["fetch", "--max-age", "soon", "tests/fixtures/rss20.xml"],
+        vec!["schema", "--command", "nope"],
+        vec!["frobnicate"],
+    ] {
+        let out = rss_cmd().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: stdout {:?}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let err = json(&out.stderr);
+        assert_eq!(err["code"], "USAGE_ERROR", "{args:?}");
+        assert!(err["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+}
+
+#[test]
+fn an_invalid_environment_value_is_a_usage_error() {
+    let out = rss_cmd()
+        .env("RSS_MAX_GATE_WAIT_SECS", "a while")
+        .args(["fetch", "tests/fixtures/rss20.xml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        json(&out.stderr)["message"]
+            .as_str()
+            .unwrap()
+            .contains("RSS_MAX_GATE_WAIT_SECS")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inputs_merge_from_args_stdin_input_files_and_opml() {
+    let srv = fixture_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("list.txt");
+    std::fs::write(
+        &list,
+        format!(
+            "# comment\n\n{}\n{}\n",
+            srv.url("/rss093.xml"),
+            srv.url("/rss20.xml")
+        ),
+    )
+    .unwrap();
+    let opml = dir.path().join("subs.opml");
+    std::fs::write(
+        &opml,
+        format!(
+            "<opml version=\"2.0\"><body><outline text=\"g\"><outline xmlUrl=\"{}\"/></outline><outline xmlUrl=\"{}\"/></body></opml>",
+            srv.url("/rss094.xml"),
+            srv.url("/rss20.xml")
+        ),
+    )
+    .unwrap();
+    let out = rss_cmd()
+        .args([
+            "fetch",
+            "--no-cache",
+            "--content",
+            "none",
+            &srv.url("/rss20.xml"),
+            "-",
+            "ftp://nope/x",
+            "tests/fixtures/rss090.xml",
+        ])
+        .args([
+            "--input",
+            list.to_str().unwrap(),
+            "--opml",
+            opml.to_str().unwrap(),
+        ])
+        .write_stdin(format!("{}\n# skipped\n", srv.url("/atom03.xml")))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let doc = json(&out.stdout);
+    let urls: Vec<&str> = doc["feeds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["feed_url"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        urls,
+        vec![
+            srv.url("/rss20.xml").as_str(),
+            srv.url("/atom03.xml").as_str(),
+            "ftp://nope/x",
+            "tests/fixtures/rss090.xml",
+            srv.url("/rss093.xml").as_str(),
+            srv.url("/rss094.xml").as_str(),
+        ]
+    );
+    assert_eq!(doc["feeds"][2]["error"]["code"], "INVALID_URL");
+    assert_eq!(doc["feeds"][3]["status"], "ok");
+    assert_eq!(doc["feeds"][3]["attempts"], 0);
+    assert_eq!(
+        srv.hits_for("/rss20.xml").len(),
+        1,
+        "duplicates are fetched once"
+    );
+}
+
+#[test]
+fn text_format_is_a_human_summary_without_colour_on_a_pipe() {
+    let out = rss_cmd()
+        .args(["fetch", "--format", "text", "tests/fixtures/rss20.xml"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Example Engineering Blog"));
+    assert!(text.contains("2026-06-01  Shipping the new parser & more"));
+    assert!(!text.contains('\x1b'));
+}
+
+#[test]
+fn a_closed_stdout_pipe_exits_quietly() {
+    let bin = assert_cmd::cargo::cargo_bin("rss");
+    let mut big = String::from("<rss><channel><title>Big</title>");
+    for i in 0..20_000 {
+        big.push_str(&format!(
+            "<item><title>Item {i}</title><link>https://x.example/{i}</link></item>"
+        ));
+    }
+    big.push_str("</channel></rss>");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.xml");
+    std::fs::write(&path, big).unwrap();
+    let mut child = std::process::Command::new(bin)
+        .args(["fetch", "--format", "ndjson", path.to_str().unwrap()])
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn the_readme_demo_command_works_offline() {
+    let out = rss_cmd()
+        .args(["fetch", "--format", "text", "tests/fixtures/rss20.xml"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let head: Vec<&str> = readme.lines().take(12).collect();
+    assert!(
+        head.iter()
+            .any(|l| l.contains("rss fetch") && l.contains("tests/fixtures/")),
+        "{head:#?}"
+    );
+    assert!(
+        head.iter()
+            .any(|l| l.contains(".ci/run") || l.contains("cargo test")),
+        "{head:#?}"
+    );
+}

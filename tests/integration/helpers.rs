@@ -1,0 +1,130 @@
+//! Shared test helpers: fixtures, contexts, and the loopback origin.
+
+#![allow(dead_code)]
+
+#[path = "../common/server.rs"]
+pub mod server;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rss::Config;
+use rss::config::Overrides;
+use rss::feed::{RenderOptions, Selection};
+use rss::inputs;
+use rss::model::{FeedResult, FetchOutput, Item};
+use rss::ops::{self, CacheMode, Context, FetchOptions};
+
+pub use server::{Reply, TestServer};
+
+pub fn fixture_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+pub fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(fixture_path(name)).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+}
+
+/// A configuration for tests: no environment, a short timeout, the given cache.
+pub fn config(cache_dir: Option<&Path>) -> Config {
+    let mut c = Config::resolve(
+        Overrides {
+            timeout_secs: Some(10.0),
+            cache_dir: cache_dir.map(Path::to_path_buf),
+            ..Overrides::default()
+        },
+        |_| None,
+    )
+    .expect("test config");
+    if cache_dir.is_none() {
+        c.cache_dir = None;
+    }
+    c
+}
+
+pub fn context(config: Config) -> Context {
+    Context::new(config).expect("context")
+}
+
+pub fn no_cache() -> FetchOptions {
+    FetchOptions {
+        cache: CacheMode::Off,
+        ..FetchOptions::default()
+    }
+}
+
+pub fn with_render(render: RenderOptions) -> FetchOptions {
+    FetchOptions {
+        render,
+        ..no_cache()
+    }
+}
+
+pub fn with_selection(selection: Selection) -> FetchOptions {
+    FetchOptions {
+        selection,
+        ..no_cache()
+    }
+}
+
+pub async fn fetch(ctx: &Context, urls: &[String], opts: &FetchOptions) -> FetchOutput {
+    let inputs = inputs::merge(urls.iter().cloned());
+    ops::fetch_feeds(ctx, inputs, opts, &|_, _| {}).await
+}
+
+pub async fn fetch_one(url: &str) -> FeedResult {
+    let ctx = context(config(None));
+    let out = fetch(&ctx, &[url.to_owned()], &no_cache()).await;
+    out.feeds.into_iter().next().expect("one feed")
+}
+
+pub fn item<'a>(feed: &'a FeedResult, title: &str) -> &'a Item {
+    feed.items
+        .iter()
+        .find(|i| i.title.as_deref() == Some(title))
+        .unwrap_or_else(|| {
+            panic!(
+                "no item titled {title:?} in {:?}",
+                feed.items.iter().map(|i| &i.title).collect::<Vec<_>>()
+            )
+        })
+}
+
+/// Serves every fixture at `/<name>` with a content type that fits it.
+pub async fn fixture_server() -> TestServer {
+    TestServer::start(|req| {
+        let name = req.path.trim_start_matches('/');
+        match std::fs::read(fixture_path(name)) {
+            Ok(body) => {
+                let ct = if name.ends_with(".json") {
+                    "application/feed+json"
+                } else if name.ends_with(".html") {
+                    "text/html; charset=utf-8"
+                } else {
+                    "application/xml"
+                };
+                Reply::ok(body, ct)
+            }
+            Err(_) => Reply::status(404),
+        }
+    })
+    .await
+}
+
+pub fn rss_cmd() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("rss").expect("binary");
+    cmd.env_remove("RSS_HOST_CONCURRENCY")
+        .env_remove("RSS_MAX_COOLDOWN_SECS")
+        .env_remove("RSS_MAX_GATE_WAIT_SECS")
+        .env_remove("RSS_CACHE_DIR")
+        .env("NO_COLOR", "1")
+        .timeout(Duration::from_secs(120));
+    cmd
+}
+
+pub fn json(bytes: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
+}

@@ -1,0 +1,10 @@
+//! Integration tests: every test talks only to loopback servers it starts itself.
+
+mod helpers;
+
+mod cache;
+mod cli;
+mod formats;
+mod limits;
+mod mcp;
+mod pacing;

@@ -1,0 +1,214 @@
+//! The gate against loopback origins: request counts and arrival order at the server.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::helpers::*;
+use rss::model::FeedStatus;
+
+const FEED: &str = "<rss><channel><title>T</title><item><title>i</title><link>https://x.example/i</link></item></channel></rss>";
+
+fn gap(earlier_finished: Instant, later_arrived: Instant) -> Duration {
+    later_arrived.saturating_duration_since(earlier_finished)
+}
+
+fn urls(srv: &TestServer, n: usize) -> Vec<String> {
+    (0..n).map(|i| srv.url(&format!("/f{i}"))).collect()
+}
+
+#[tokio::test]
+async fn eight_feeds_on_one_host_never_overlap_at_the_server() {
+    let srv = TestServer::start(|_| Reply::xml(FEED).delay(Duration::from_millis(40))).await;
+    let ctx = context(config(None));
+    let out = fetch(&ctx, &urls(&srv, 8), &no_cache()).await;
+    assert!(out.feeds.iter().all(|f| f.status == FeedStatus::Ok));
+    assert_eq!(srv.count(), 8);
+    assert_eq!(srv.max_in_flight(), 1);
+    let hits = srv.hits();
+    for pair in hits.windows(2) {
+        assert!(pair[1].arrived >= pair[0].finished.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn two_hosts_are_fetched_at_the_same_time() {
+    let a = TestServer::start(|_| Reply::xml(FEED).delay(Duration::from_millis(300))).await;
+    let b = TestServer::start(|_| Reply::xml(FEED).delay(Duration::from_millis(300))).await;
+    let ctx = context(config(None));
+    let mut list = urls(&a, 2);
+    list.extend(urls(&b, 2));
+    let out = fetch(&ctx, &list, &no_cache()).await;
+    assert!(out.feeds.iter().all(|f| f.status == FeedStatus::Ok));
+    let (ha, hb) = (a.hits(), b.hits());
+    // b's first request arrives while a's first is still being answered.
+    assert!(hb[0].arrived < ha[0].finished.unwrap());
+    assert_eq!((a.max_in_flight(), b.max_in_flight()), (1, 1));
+}
+
+#[tokio::test]
+async fn a_429_without_retry_after_is_retried_once_after_the_base_cooldown() {
+    let srv = TestServer::start(|req| {
+        if req.nth == 1 {
+            Reply::status(429)
+        } else {
+            Reply::xml(FEED)
+        }
+    })
+    .await;
+    let f = fetch_one(&srv.url("/f")).await;
+    assert_eq!(f.status, FeedStatus::Ok);
+    assert_eq!(f.attempts, 2);
+    assert!(f.gate_wait_ms >= 2000, "{}", f.gate_wait_ms);
+    let hits = srv.hits();
+    assert_eq!(hits.len(), 2);
+    assert!(gap(hits[0].finished.unwrap(), hits[1].arrived) >= Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn a_retry_whose_cooldown_passes_the_budget_sends_nothing() {
+    let srv = TestServer::start(|_| Reply::status(429).header("Retry-After", "120")).await;
+    let mut c = config(None);
+    c.gate.max_gate_wait = Duration::from_secs(30);
+    let ctx = context(c);
+    let started = Instant::now();
+    let out = fetch(&ctx, &[srv.url("/f")], &no_cache()).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "it must fail at once, not sleep"
+    );
+    assert_eq!(srv.count(), 1);
+    let err = out.feeds[0].error.as_ref().unwrap();
+    assert_eq!(err.code, "RATE_LIMITED");
+    assert_eq!(
+        err.details["retry_after_seconds"], 60,
+        "capped at HOST_MAX_COOLDOWN"
+    );
+    let ms = err.details["retry_after_ms"].as_u64().unwrap();
+    assert!((59_000..=60_000).contains(&ms), "{ms}");
+    assert_eq!(err.details["http_status"], 429);
+    assert_eq!(err.details["retry_after"], "120");
+    assert_eq!(out.feeds[0].attempts, 1);
+}
+
+#[tokio::test]
+async fn a_retry_after_date_is_honoured_by_the_retry_and_by_siblings() {
+    let target = std::sync::Arc::new(std::sync::Mutex::new(None::<Instant>));
+    let t = target.clone();
+    let srv = TestServer::start(move |req| {
+        if req.nth_overall == 1 {
+            let when = SystemTime::now() + Duration::from_secs(3);
+            let header = httpdate::fmt_http_date(when);
+            // The date has whole seconds: the earliest honest retry is that second.
+            let at = httpdate::parse_http_date(&header).unwrap();
+            let wait = at.duration_since(SystemTime::now()).unwrap_or_default();
+            *t.lock().unwrap() = Some(Instant::now() + wait);
+            Reply::status(429).header("Retry-After", &header)
+        } else {
+            Reply::xml(FEED)
+        }
+    })
+    .await;
+    let ctx = context(config(None));
+    let out = fetch(&ctx, &urls(&srv, 3), &no_cache()).await;
+    assert!(
+        out.feeds.iter().all(|f| f.status == FeedStatus::Ok),
+        "{:?}",
+        out.errors
+    );
+    let hits = srv.hits();
+    assert_eq!(hits.len(), 4);
+    let target = target.lock().unwrap().unwrap();
+    assert!(
+        hits[1].arrived >= target,
+        "the retry came {:?} early",
+        target - hits[1].arrived
+    );
+    // Siblings keep at least max(1 s, the Retry-After) after each response.
+    for pair in hits[1..].windows(2) {
+        assert!(gap(pair[0].finished.unwrap(), pair[1].arrived) >= Duration::from_secs(1));
+    }
+}
+
+#[tokio::test]
+async fn a_403_twice_is_feed_fetch_failed_after_exactly_two_requests() {
+    let srv = TestServer::start(|_| Reply::status(403)).await;
+    let f = fetch_one(&srv.url("/f")).await;
+    let err = f.error.unwrap();
+    assert_eq!(err.code, "FEED_FETCH_FAILED");
+    assert_eq!(err.details["http_status"], 403);
+    let hits = srv.hits();
+    assert_eq!(hits.len(), 2);
+    assert!(gap(hits[0].finished.unwrap(), hits[1].arrived) >= Duration::from_secs(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_feed_in_a_batch_is_rate_limited_while_other_hosts_succeed() {
+    let strict = TestServer::start(|_| Reply::status(429)).await;
+    let lenient = fixture_server().await;
+    let out = rss_cmd()
+        .env("RSS_MAX_GATE_WAIT_SECS", "1")
+        .args([
+            "fetch",
+            "--no-cache",
+            &strict.url("/f"),
+            &lenient.url("/rss20.xml"),
+            &lenient.url("/atom10.xml"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let doc = json(&out.stdout);
+    let err = &doc["feeds"][0]["error"];
+    assert_eq!(err["code"], "RATE_LIMITED");
+    assert!(err["details"]["retry_after_seconds"].as_u64().unwrap() >= 1);
+    assert!(err["details"]["retry_after_ms"].is_u64());
+    assert_eq!(doc["feeds"][1]["status"], "ok");
+    assert_eq!(doc["feeds"][2]["status"], "ok");
+    assert_eq!(
+        strict.count(),
+        1,
+        "a cooldown past the budget sends no retry"
+    );
+}
+
+#[tokio::test]
+async fn a_strict_hosts_backlog_never_delays_lenient_hosts() {
+    // The strict host allows one request a second and answers slowly.
+    let strict = TestServer::start(|req| {
+        if req.nth_overall % 2 == 0 {
+            Reply::status(429).header("Retry-After", "1")
+        } else {
+            Reply::xml(FEED).delay(Duration::from_millis(200))
+        }
+    })
+    .await;
+    let lenient = TestServer::start(|_| Reply::xml(FEED).delay(Duration::from_millis(20))).await;
+    let mut list = urls(&strict, 4);
+    list.extend(urls(&lenient, 4));
+    let ctx = context(config(None));
+    let out = fetch(&ctx, &list, &no_cache()).await;
+    assert!(
+        out.feeds.iter().all(|f| f.status == FeedStatus::Ok),
+        "{:?}",
+        out.errors
+    );
+    let first_strict = strict.hits()[0].finished.unwrap();
+    // Every lenient request is answered before the strict host's first answer is out.
+    for h in lenient.hits() {
+        assert!(h.arrived < first_strict + Duration::from_millis(100));
+    }
+    // Output stays in request order.
+    let order: Vec<String> = out.feeds.iter().map(|f| f.feed_url.clone()).collect();
+    assert_eq!(order, list);
+}
+
+#[tokio::test]
+async fn a_host_that_never_throttles_is_never_paced() {
+    let srv = TestServer::start(|_| Reply::xml(FEED)).await;
+    let ctx = context(config(None));
+    let out = fetch(&ctx, &urls(&srv, 5), &no_cache()).await;
+    assert!(
+        out.feeds
+            .iter()
+            .all(|f| f.gate_wait_ms < 500 && f.attempts == 1)
+    );
+}
