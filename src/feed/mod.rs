@@ -159,12 +159,66 @@ fn looks_like_html(head: &str) -> bool {
 
 /// The selected, identified and rendered items of one feed.
 #[derive(Debug, Default)]
-pub(crate) struct Built {
+pub struct Built {
+    /// The items, newest first.
     pub items: Vec<Item>,
+    /// Non-fatal findings: (code, message).
     pub warnings: Vec<(&'static str, String)>,
+    /// Items left out by `--limit`.
     pub omitted_by_limit: usize,
+    /// Items left out by `--since`.
     pub omitted_by_since: usize,
+    /// Items whose content was cut.
     pub content_truncated: usize,
+}
+
+/// A feed parsed, selected and rendered: everything a fetch reports about its body.
+#[derive(Debug, Default)]
+pub struct Processed {
+    /// rss, rdf, atom or json.
+    pub format: &'static str,
+    /// Feed title, plain text.
+    pub title: Option<String>,
+    /// The site's address.
+    pub site_url: Option<String>,
+    /// Feed description, plain text.
+    pub description: Option<String>,
+    /// When the feed last changed (UTC RFC 3339).
+    pub updated: Option<String>,
+    /// Language tag.
+    pub language: Option<String>,
+    /// Icon or logo URL.
+    pub icon: Option<String>,
+    /// The items and what selection left out; `built.warnings` holds every warning.
+    pub built: Built,
+}
+
+/// Parses `body` (read from `doc_url`, with this `Content-Type`), then selects,
+/// identifies and renders its items: the whole per-feed pipeline, off any I/O.
+pub fn process(
+    feed_url: &str,
+    body: Vec<u8>,
+    content_type: Option<&str>,
+    doc_url: Option<&Url>,
+    selection: &Selection,
+    render: &RenderOptions,
+) -> Result<Processed> {
+    let mut raw = parse(body, content_type, doc_url)?;
+    let items = std::mem::take(&mut raw.items);
+    let mut built = build(feed_url, items, selection, render);
+    let mut warnings = std::mem::take(&mut raw.warnings);
+    warnings.append(&mut built.warnings);
+    built.warnings = warnings;
+    Ok(Processed {
+        format: raw.format,
+        title: raw.title,
+        site_url: raw.site_url,
+        description: raw.description,
+        updated: raw.updated.as_ref().map(date::format),
+        language: raw.language,
+        icon: raw.icon,
+        built,
+    })
 }
 
 /// Selects (`--since`, sort, `--limit`), identifies and renders the items of `feed`.

@@ -550,8 +550,8 @@ impl<'b> Writer<'b> {
             }
             "p" | "div" | "section" | "article" | "header" | "footer" | "main" | "aside"
             | "figure" | "figcaption" | "address" | "details" | "summary" | "dl" | "dt" | "dd"
-            | "form" | "fieldset" | "center" | "nav" | "caption" | "hgroup" | "thead" | "tbody"
-            | "tfoot" | "body" | "html" | "legend" | "picture" | "noscript" => {
+            | "form" | "fieldset" | "center" | "nav" | "caption" | "hgroup" | "body" | "html"
+            | "legend" | "picture" | "noscript" => {
                 self.block(if matches!(name, "dt" | "dd" | "div") {
                     1
                 } else {

@@ -74,7 +74,9 @@ fn markdown_syntax_in_text_is_escaped() {
 #[test]
 fn tables_become_pipe_tables() {
     assert_eq!(
-        md("<table><tr><th>A</th><th>B</th></tr><tr><td>1</td><td><p>2</p></td></tr></table>"),
+        md(
+            "<table><thead><tr><th>A</th><th>B</th></tr></thead><tbody><tr><td>1</td><td><p>2</p></td></tr></tbody></table>"
+        ),
         "| A | B |\n| --- | --- |\n| 1 | 2 |"
     );
 }

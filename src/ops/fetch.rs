@@ -12,7 +12,7 @@ use super::{
 };
 use crate::cache::{Entry, Lookup, Meta, StoreRequest};
 use crate::error::{Error, ErrorCode};
-use crate::feed::{self, Built, RawFeed, date};
+use crate::feed::{self, Built, date};
 use crate::gate::HostKey;
 use crate::http::{ACCEPT_FEEDS, GetRequest, Validators};
 use crate::inputs::{Input, Source};
@@ -186,34 +186,35 @@ async fn from_body(
     let url = feed_url.to_owned();
     let selection = opts.selection.clone();
     let render = opts.render;
-    let parsed = blocking(
-        move || -> (Option<String>, Result<(RawFeed, Built), Error>) {
-            let store_warning = store.and_then(|hook| hook(&body));
-            let result =
-                feed::parse(body, content_type.as_deref(), doc_url.as_ref()).map(|mut raw| {
-                    let items = std::mem::take(&mut raw.items);
-                    let built = feed::build(&url, items, &selection, &render);
-                    (raw, built)
-                });
-            (store_warning, result)
-        },
-    )
+    let parsed = blocking(move || {
+        let store_warning = store.and_then(|hook| hook(&body));
+        let result = feed::process(
+            &url,
+            body,
+            content_type.as_deref(),
+            doc_url.as_ref(),
+            &selection,
+            &render,
+        );
+        (store_warning, result)
+    })
     .await
     .unwrap_or_else(|e| (None, Err(e)));
     let (store_warning, parsed) = parsed;
     let mut o = match parsed {
         Err(e) => Outcome::failed(feed_url, &e),
-        Ok((raw, mut built)) => {
-            let items = std::mem::take(&mut built.items);
+        Ok(mut p) => {
+            let items = std::mem::take(&mut p.built.items);
+            let warnings = std::mem::take(&mut p.built.warnings);
             let feed = FeedResult {
                 status: FeedStatus::Ok,
-                format: Some(raw.format.to_owned()),
-                title: raw.title,
-                site_url: raw.site_url,
-                description: raw.description,
-                updated: raw.updated.as_ref().map(date::format),
-                language: raw.language,
-                icon: raw.icon,
+                format: Some(p.format.to_owned()),
+                title: p.title,
+                site_url: p.site_url,
+                description: p.description,
+                updated: p.updated,
+                language: p.language,
+                icon: p.icon,
                 item_count: items.len(),
                 content_tokens_est_total: items.iter().map(|i| i.content_tokens_est).sum(),
                 items,
@@ -222,16 +223,8 @@ async fn from_body(
             let mut o = Outcome {
                 feed,
                 warnings: Vec::new(),
-                built: Built {
-                    items: Vec::new(),
-                    ..built
-                },
+                built: p.built,
             };
-            let warnings: Vec<(&str, String)> = raw
-                .warnings
-                .into_iter()
-                .chain(std::mem::take(&mut o.built.warnings))
-                .collect();
             for (code, msg) in warnings {
                 o.warn(code, msg);
             }

@@ -323,7 +323,7 @@ fn the_readme_demo_command_works_offline() {
     let head: Vec<&str> = readme.lines().take(12).collect();
     assert!(
         head.iter()
-            .any(|l| l.contains("rss fetch") && l.contains("tests/fixtures/")),
+            .any(|l| l.contains(" fetch ") && l.contains("tests/fixtures/")),
         "{head:#?}"
     );
     assert!(

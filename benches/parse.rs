@@ -1,0 +1,192 @@
+//! Parse + render benchmark: a 10,000-item, ~34 MB RSS 2.0 feed with ~3 KB HTML bodies,
+//! through the whole per-feed pipeline of `rss fetch` (parse, ids, select, markdown, JSON),
+//! beside a bare feed-rs parse of the same bytes. Prints figures; asserts nothing.
+//!
+//! Run: `cargo bench --bench parse`
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rss::feed::{ContentFormat, RenderOptions, Selection};
+
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator and only counts bytes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size > layout.size() {
+                let now = CURRENT.fetch_add(new_size - layout.size(), Ordering::Relaxed) + new_size
+                    - layout.size();
+                PEAK.fetch_max(now, Ordering::Relaxed);
+            } else {
+                CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+const PARAGRAPHS: [&str; 6] = [
+    "<p>Rate limiting is how a host tells a client to slow down. A polite client listens: it keeps one request in flight per host, waits out the <code>Retry-After</code> it was given, and never turns a refusal into a burst of retries.</p>\n",
+    "<p>We measured the effect on <a href=\"/blog/pacing\">our own crawler</a> and found that <strong>fewer</strong> requests got <em>more</em> feeds through: refusals fell from 31% to 0.4%, and the median feed arrived 2.3&nbsp;s sooner.</p>\n",
+    "<ul><li>One permit per host</li><li>Cooldowns learned from <code>429</code> and <code>403</code></li><li>Spacing while the host is warm</li></ul>\n",
+    "<blockquote><p>Be conservative in what you send, liberal in what you accept.</p></blockquote>\n",
+    "<p><img src=\"/images/chart-1.png\" alt=\"Requests per second, before and after\" width=\"640\" height=\"360\"></p>\n",
+    "<pre><code>let permit = gate.acquire(&amp;host, deadline).await?;\nlet resp = client.get(url).send().await?;\npermit.record(outcome_of(&amp;resp));</code></pre>\n",
+];
+
+fn article(i: usize) -> String {
+    let mut s = format!("<h2>Part {i}: notes from the field</h2>\n");
+    let mut k = i;
+    while s.len() < 3000 {
+        s.push_str(PARAGRAPHS[k % PARAGRAPHS.len()]);
+        k += 1;
+    }
+    s
+}
+
+fn feed(n: usize) -> Vec<u8> {
+    let mut x = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<rss version=\"2.0\" xmlns:content=\"http://purl.org/rss/1.0/modules/content/\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\"><channel><title>Bench</title><link>https://bench.example.com/</link><description>A large feed</description>\n",
+    );
+    for i in 0..n {
+        let date = httpdate::fmt_http_date(
+            std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + i as u64 * 97),
+        );
+        x.push_str(&format!(
+            "<item><title>Post number {i} &amp; friends</title><link>https://bench.example.com/posts/{i}</link><guid isPermaLink=\"true\">https://bench.example.com/posts/{i}</guid><pubDate>{date}</pubDate><dc:creator>Author {}</dc:creator><category>cat{}</category><description>A teaser for post {i}, short and plain.</description><content:encoded><![CDATA[{}]]></content:encoded></item>\n",
+            i % 17,
+            i % 5,
+            article(i)
+        ));
+    }
+    x.push_str("</channel></rss>\n");
+    x.into_bytes()
+}
+
+struct Counter(usize);
+impl Write for Counter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len();
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn pipeline(body: Vec<u8>) -> (usize, usize) {
+    let p = rss::feed::process(
+        "https://bench.example.com/feed.xml",
+        body,
+        Some("application/rss+xml"),
+        url::Url::parse("https://bench.example.com/feed.xml")
+            .ok()
+            .as_ref(),
+        &Selection::default(),
+        &RenderOptions {
+            format: ContentFormat::Markdown,
+            max_content_chars: None,
+        },
+    )
+    .expect("the bench feed parses");
+    let items = p.built.items.len();
+    let mut out = std::io::BufWriter::new(Counter(0));
+    serde_json::to_writer(&mut out, &p.built.items).expect("serializes");
+    out.flush().unwrap();
+    let bytes = out.get_ref().0;
+    (items, bytes)
+}
+
+fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
+    let mut best = Duration::MAX;
+    let mut last = None;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let r = f();
+        best = best.min(t.elapsed());
+        last = Some(r);
+    }
+    (best, last.unwrap())
+}
+
+fn main() {
+    let body = feed(10_000);
+    let mb = body.len() as f64 / 1e6;
+    println!(
+        "feed: 10000 items, {:.1} MB, {} cores",
+        mb,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+
+    let (bare, entries) = best_of(3, || {
+        feed_rs::parser::parse(body.as_slice())
+            .expect("feed-rs parses")
+            .entries
+            .len()
+    });
+    assert_eq!(entries, 10_000);
+
+    let (ours, (items, json_bytes)) = best_of(3, || pipeline(body.clone()));
+    assert_eq!(items, 10_000);
+
+    let input = body.clone();
+    let baseline = CURRENT.load(Ordering::SeqCst);
+    PEAK.store(baseline, Ordering::SeqCst);
+    let _ = pipeline(input);
+    let peak = PEAK.load(Ordering::SeqCst) - (baseline - body.len());
+
+    let rate = |d: Duration| (mb / d.as_secs_f64(), 10_000.0 / d.as_secs_f64());
+    let (b_mbs, b_ips) = rate(bare);
+    let (o_mbs, o_ips) = rate(ours);
+    println!(
+        "{:<38} {:>9} {:>9} {:>11}",
+        "", "wall ms", "MB/s", "items/s"
+    );
+    println!(
+        "{:<38} {:>9.0} {:>9.1} {:>11.0}",
+        "feed-rs 3 bare parse (baseline)",
+        bare.as_secs_f64() * 1e3,
+        b_mbs,
+        b_ips
+    );
+    println!(
+        "{:<38} {:>9.0} {:>9.1} {:>11.0}",
+        "rss pipeline (parse+markdown+JSON)",
+        ours.as_secs_f64() * 1e3,
+        o_mbs,
+        o_ips
+    );
+    println!(
+        "pipeline / bare parse: {:.2}x (target <= 3x)",
+        ours.as_secs_f64() / bare.as_secs_f64()
+    );
+    println!(
+        "peak heap during the pipeline: {:.1} MB = {:.2}x the body (target <= 3x); JSON out {:.1} MB",
+        peak as f64 / 1e6,
+        peak as f64 / body.len() as f64,
+        json_bytes as f64 / 1e6
+    );
+}
