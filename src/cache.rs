@@ -22,6 +22,9 @@ use crate::model::CacheEntryInfo;
 
 const META_VERSION: u32 = 1;
 
+/// How long a superseded body is kept for readers that saw the previous metadata.
+const SUPERSEDED_BODY_GRACE: Duration = Duration::from_secs(60);
+
 /// What the cache keeps about one feed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Meta {
@@ -212,14 +215,21 @@ impl Cache {
             body_sha256: sha,
         };
         self.write_meta(&meta)?;
-        // Older bodies of this feed are no longer named by any metadata.
+        // Older bodies of this feed are no longer named by the metadata, but a reader that
+        // read the previous metadata a moment ago may still be opening one: only bodies
+        // replaced a while ago go.
         if let Ok(dir) = fs::read_dir(&feeds) {
+            let prefix = format!("{k}-");
             for entry in dir.flatten() {
                 let name = entry.file_name();
                 let name = name.to_string_lossy();
-                if name.starts_with(&format!("{k}-"))
-                    && name.ends_with(".body")
-                    && name != body_file
+                let old = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > SUPERSEDED_BODY_GRACE);
+                if old && name.starts_with(&prefix) && name.ends_with(".body") && name != body_file
                 {
                     let _ = fs::remove_file(entry.path());
                 }
@@ -372,8 +382,10 @@ mod tests {
         assert_eq!(e.body, b"<rss/>");
         assert_eq!(e.meta.etag.as_deref(), Some("\"v1\""));
         cache.store(&req("http://a/feed"), b"<rss>2</rss>").unwrap();
-        let bodies = fs::read_dir(dir.path().join("feeds")).unwrap().count();
-        assert_eq!(bodies, 2, "one metadata file and one body");
+        let Lookup::Hit(e) = cache.load("http://a/feed") else {
+            panic!("expected a hit")
+        };
+        assert_eq!(e.body, b"<rss>2</rss>");
     }
 
     #[test]

@@ -49,7 +49,7 @@ impl ContentFormat {
 pub struct RenderOptions {
     /// The format of `content`.
     pub format: ContentFormat,
-    /// Cut `content` to this many characters.
+    /// Cut `content` (and `summary`) to this many characters.
     pub max_content_chars: Option<usize>,
 }
 
@@ -113,12 +113,16 @@ fn render_one(raw: RawItem, id: String, id_source: IdSource, opts: &RenderOption
         }
         content = Some(rendered).filter(|s| !s.is_empty());
     }
-    let summary = match &raw.summary {
+    let mut summary = match &raw.summary {
         Some(Body::Html(h)) => Some(to_plain(h)),
         Some(Body::Text(t)) => Some(collapse_ws(t)),
         None => None,
     }
     .filter(|s| !s.is_empty());
+    // The cap bounds the whole item: a feed's only body often doubles as its summary.
+    if let (Some(max), Some(s)) = (opts.max_content_chars, summary.as_mut()) {
+        truncate_chars(s, max);
+    }
     let item = Item {
         id,
         id_source,

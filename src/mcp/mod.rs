@@ -44,10 +44,12 @@ impl Server {
 
 /// Serves MCP on stdin/stdout until the client hangs up.
 pub async fn serve(ctx: Context) -> Result<()> {
-    let running = Server::new(ctx)
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| Error::internal(format!("MCP initialization failed: {e}")))?;
+    let running = match Server::new(ctx).serve(rmcp::transport::stdio()).await {
+        Ok(running) => running,
+        // The client hung up before initializing: nothing to serve, nothing wrong.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(e) => return Err(Error::internal(format!("MCP initialization failed: {e}"))),
+    };
     running
         .waiting()
         .await

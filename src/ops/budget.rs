@@ -21,16 +21,28 @@ fn with_limit(out: &FetchOutput, limit: usize) -> FetchOutput {
     o
 }
 
-/// A copy of `out` with every content cut to `chars` characters.
+fn cut(s: &mut String, chars: usize) -> bool {
+    match s.char_indices().nth(chars) {
+        Some((at, _)) => {
+            s.truncate(at);
+            true
+        }
+        None => false,
+    }
+}
+
+/// A copy of `out` with every content and summary cut to `chars` characters.
 fn with_content_chars(out: &FetchOutput, chars: usize) -> FetchOutput {
     let mut o = out.clone();
     for f in &mut o.feeds {
         for it in &mut f.items {
             if let Some(c) = &mut it.content
-                && let Some((at, _)) = c.char_indices().nth(chars)
+                && cut(c, chars)
             {
-                c.truncate(at);
                 it.content_truncated = true;
+            }
+            if let Some(s) = &mut it.summary {
+                cut(s, chars);
             }
         }
     }
@@ -67,7 +79,8 @@ pub fn check(out: &FetchOutput, budget: usize, overhead: usize) -> Result<()> {
         .feeds
         .iter()
         .flat_map(|f| f.items.iter())
-        .filter_map(|i| i.content.as_ref().map(|c| c.chars().count()))
+        .flat_map(|i| [&i.content, &i.summary])
+        .filter_map(|c| c.as_ref().map(|c| c.chars().count()))
         .max()
         .unwrap_or(0);
     let suggested_max_content_chars = largest_fitting(longest, |c| {

@@ -1,1 +1,535 @@
+//! `rss mcp` as real clients see it: spawned as a child process and driven with the rmcp
+//! client (and, in `python_sdk_client`, with the official Python SDK).
 
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientRequest, NumberOrString,
+    ProgressNotificationParam, ProgressToken, Request, RequestMetaObject,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+
+const FEED: &str = "<rss><channel><title>T</title><item><title>i</title><link>https://x.example/i</link><description>Body text</description></item></channel></rss>";
+
+#[derive(Clone, Default)]
+struct Client {
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl ClientHandler for Client {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+}
+
+struct Server {
+    client: RunningService<RoleClient, Client>,
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    _cache: tempfile::TempDir,
+}
+
+async fn spawn(env: &[(&str, &str)]) -> Server {
+    let cache = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_rss"));
+    cmd.arg("mcp")
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .env_remove("RSS_HOST_CONCURRENCY")
+        .env_remove("RSS_MAX_GATE_WAIT_SECS")
+        .env_remove("RSS_MAX_COOLDOWN_SECS");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let handler = Client::default();
+    let progress = handler.progress.clone();
+    let client = handler
+        .serve(transport)
+        .await
+        .expect("the server initializes");
+    Server {
+        client,
+        progress,
+        _cache: cache,
+    }
+}
+
+fn args(v: Value) -> serde_json::Map<String, Value> {
+    v.as_object().cloned().unwrap()
+}
+
+async fn call(s: &Server, tool: &str, a: Value) -> CallToolResult {
+    s.client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args(a)))
+        .await
+        .expect("the call completes")
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+fn error_object(r: &CallToolResult) -> Value {
+    assert_eq!(
+        r.is_error,
+        Some(true),
+        "expected an error result: {}",
+        text(r)
+    );
+    serde_json::from_str(&text(r)).expect("the error text is a JSON error object")
+}
+
+fn structured(r: &CallToolResult) -> Value {
+    assert_ne!(r.is_error, Some(true), "unexpected error: {}", text(r));
+    r.structured_content.clone().expect("structured content")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_are_listed_with_schemas_annotations_and_instructions() {
+    let s = spawn(&[]).await;
+    let info = s.client.peer_info().expect("server info");
+    let instructions = info.instructions.clone().unwrap_or_default();
+    assert!(instructions.contains("RATE_LIMITED"));
+    let tools = s.client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        vec!["fetch_feed", "discover_feeds", "get_item", "get_schema"]
+    );
+    for t in &tools {
+        assert!(
+            t.description.as_ref().is_some_and(|d| d.len() > 60),
+            "{} needs a teaching description",
+            t.name
+        );
+        assert_eq!(
+            t.input_schema.get("type"),
+            Some(&json!("object")),
+            "{}",
+            t.name
+        );
+        let out = t.output_schema.as_ref().expect("an output schema");
+        assert_eq!(out.get("type"), Some(&json!("object")));
+        let ann = t.annotations.as_ref().expect("annotations");
+        assert_eq!(ann.read_only_hint, Some(true));
+        assert_eq!(ann.idempotent_hint, Some(true));
+    }
+    let fetch = &tools[0];
+    assert_eq!(
+        fetch.annotations.as_ref().unwrap().open_world_hint,
+        Some(true)
+    );
+    let props = fetch.input_schema.get("properties").unwrap();
+    for p in [
+        "url",
+        "urls",
+        "content_format",
+        "limit",
+        "since",
+        "max_content_chars",
+        "max_response_tokens",
+    ] {
+        assert!(props.get(p).is_some(), "fetch_feed lacks {p}");
+    }
+    let limit_type = props["limit"]["type"].clone();
+    assert!(
+        limit_type == json!("integer") || limit_type == json!(["integer", "null"]),
+        "{limit_type}"
+    );
+    assert_eq!(
+        tools[3].annotations.as_ref().unwrap().open_world_hint,
+        Some(false)
+    );
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tool_answers_and_validates_against_its_output_schema() {
+    let srv = fixture_server().await;
+    let s = spawn(&[]).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    let schema_of = |name: &str| {
+        let t = tools.iter().find(|t| t.name == name).unwrap();
+        jsonschema::validator_for(&Value::Object(
+            (**t.output_schema.as_ref().unwrap()).clone(),
+        ))
+        .unwrap()
+    };
+    let check = |name: &str, v: &Value| {
+        let validator = schema_of(name);
+        let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+    };
+
+    let r = call(&s, "fetch_feed", json!({"url": srv.url("/rss20.xml")})).await;
+    let out = structured(&r);
+    check("fetch_feed", &out);
+    assert_eq!(out["feeds"][0]["title"], "Example Engineering Blog");
+    assert!(
+        text(&r).len() < 200,
+        "the text is a one-line summary, not the payload: {}",
+        text(&r)
+    );
+    let id = out["feeds"][0]["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let r = call(&s, "fetch_feed", json!({"urls": [srv.url("/atom10.xml"), srv.url("/jsonfeed11.json")], "content_format": "none"})).await;
+    let out = structured(&r);
+    check("fetch_feed", &out);
+    assert_eq!(out["feeds"].as_array().unwrap().len(), 2);
+
+    let r = call(
+        &s,
+        "discover_feeds",
+        json!({"site_url": srv.url("/page.html")}),
+    )
+    .await;
+    let out = structured(&r);
+    check("discover_feeds", &out);
+    assert_eq!(out["feeds"].as_array().unwrap().len(), 3);
+
+    let hits_before = srv.count();
+    let r = call(
+        &s,
+        "get_item",
+        json!({"feed_url": srv.url("/rss20.xml"), "id": id}),
+    )
+    .await;
+    let out = structured(&r);
+    check("get_item", &out);
+    assert_eq!(out["item"]["title"], "Shipping the new parser & more");
+    assert_eq!(out["from_cache"], true);
+    assert_eq!(
+        srv.count(),
+        hits_before,
+        "get_item is served from the cache"
+    );
+
+    let r = call(&s, "get_schema", json!({"command": "fetch"})).await;
+    assert_eq!(structured(&r)["type"], "object");
+
+    let err = error_object(
+        &call(
+            &s,
+            "get_item",
+            json!({"feed_url": srv.url("/rss20.xml"), "id": "nope"}),
+        )
+        .await,
+    );
+    assert_eq!(err["code"], "NOT_FOUND");
+    let err = error_object(&call(&s, "fetch_feed", json!({"url": srv.url("/page.html")})).await);
+    assert_eq!(err["code"], "FEED_PARSE_FAILED");
+    assert!(err["message"].as_str().unwrap().contains("discover"));
+    let err = error_object(&call(&s, "fetch_feed", json!({})).await);
+    assert_eq!(err["code"], "USAGE_ERROR");
+    let err = error_object(
+        &call(
+            &s,
+            "fetch_feed",
+            json!({"urls": (0..51).map(|i| format!("http://x/{i}")).collect::<Vec<_>>()}),
+        )
+        .await,
+    );
+    assert_eq!(err["code"], "USAGE_ERROR");
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_concurrent_calls_to_one_host_never_overlap_and_eight_hosts_do() {
+    let srv = TestServer::start(|_| Reply::xml(FEED).delay(Duration::from_millis(50))).await;
+    let s = spawn(&[]).await;
+    let calls = (0..8).map(|i| call(&s, "fetch_feed", json!({"url": srv.url(&format!("/f{i}"))})));
+    let results = futures::future::join_all(calls).await;
+    for r in &results {
+        assert_eq!(structured(r)["feeds"][0]["status"], "ok");
+    }
+    assert_eq!(srv.count(), 8);
+    assert_eq!(srv.max_in_flight(), 1);
+
+    let hosts: Vec<TestServer> = futures::future::join_all(
+        (0..8).map(|_| TestServer::start(|_| Reply::xml(FEED).delay(Duration::from_millis(300)))),
+    )
+    .await;
+    let calls = hosts
+        .iter()
+        .map(|h| call(&s, "fetch_feed", json!({"url": h.url("/f")})));
+    let results = futures::future::join_all(calls).await;
+    assert!(
+        results
+            .iter()
+            .all(|r| structured(r)["feeds"][0]["status"] == "ok")
+    );
+    let first_done = hosts
+        .iter()
+        .map(|h| h.hits()[0].finished.unwrap())
+        .min()
+        .unwrap();
+    let overlapping = hosts
+        .iter()
+        .filter(|h| h.hits()[0].arrived < first_done)
+        .count();
+    assert!(
+        overlapping >= 2,
+        "calls to distinct hosts ran one at a time"
+    );
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttling_host_is_rate_limited_and_a_later_call_waits_out_the_cooldown() {
+    let srv = TestServer::start(|_| Reply::status(429)).await;
+    let s = spawn(&[("RSS_MAX_GATE_WAIT_SECS", "5")]).await;
+    let err = error_object(&call(&s, "fetch_feed", json!({"url": srv.url("/f")})).await);
+    assert_eq!(err["code"], "RATE_LIMITED");
+    let wait_ms = err["details"]["retry_after_ms"]
+        .as_u64()
+        .expect("a numeric wait");
+    assert!(err["details"]["retry_after_seconds"].as_u64().unwrap() >= 1);
+    assert!((3_000..=4_000).contains(&wait_ms), "{wait_ms}");
+    assert_eq!(srv.count(), 2, "the refusal and its one retry");
+
+    let err = error_object(&call(&s, "fetch_feed", json!({"url": srv.url("/f")})).await);
+    assert_eq!(err["code"], "RATE_LIMITED");
+    let hits = srv.hits();
+    assert_eq!(
+        hits.len(),
+        3,
+        "the second call sends once, after the cooldown, and no retry"
+    );
+    let gap = hits[2].arrived.duration_since(hits[1].finished.unwrap());
+    assert!(
+        gap >= Duration::from_millis(3_900),
+        "the host was asked again after {gap:?}"
+    );
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_frees_its_host_at_once() {
+    let srv = TestServer::start(|req| {
+        if req.path == "/slow" {
+            Reply::Stall
+        } else {
+            Reply::xml(FEED)
+        }
+    })
+    .await;
+    let s = spawn(&[]).await;
+    let req = ClientRequest::CallToolRequest(Request::new(
+        CallToolRequestParams::new("fetch_feed")
+            .with_arguments(args(json!({"url": srv.url("/slow")}))),
+    ));
+    let handle = s
+        .client
+        .send_cancellable_request(req, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while srv.count() == 0 {
+        assert!(Instant::now() < deadline, "the slow request never arrived");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let cancelled_at = Instant::now();
+    handle.cancel(Some("test".into())).await.unwrap();
+    let r = call(&s, "fetch_feed", json!({"url": srv.url("/fast")})).await;
+    assert_eq!(structured(&r)["feeds"][0]["status"], "ok");
+    let fast = &srv.hits_for("/fast")[0];
+    assert!(
+        fast.arrived.duration_since(cancelled_at) < Duration::from_secs(3),
+        "the host stayed held"
+    );
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stringified_integers_work_and_an_over_budget_result_suggests_what_fits() {
+    let mut body = String::from("<rss><channel><title>Big</title>");
+    for i in 0..40 {
+        body.push_str(&format!(
+            "<item><title>Item {i}</title><link>https://x.example/{i}</link><description>{}</description></item>",
+            "word ".repeat(400)
+        ));
+    }
+    body.push_str("</channel></rss>");
+    let srv = TestServer::with_routes(vec![("/big", Reply::xml(body))]).await;
+    let s = spawn(&[]).await;
+    let r = call(
+        &s,
+        "fetch_feed",
+        json!({"url": srv.url("/big"), "limit": "3", "max_content_chars": "50"}),
+    )
+    .await;
+    let out = structured(&r);
+    assert_eq!(out["feeds"][0]["item_count"], 3);
+    assert_eq!(
+        out["feeds"][0]["items"][0]["content"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .count(),
+        50
+    );
+
+    let budget = 3000;
+    let err = error_object(
+        &call(
+            &s,
+            "fetch_feed",
+            json!({"url": srv.url("/big"), "max_response_tokens": budget}),
+        )
+        .await,
+    );
+    assert_eq!(err["code"], "RESPONSE_TOO_LARGE");
+    let d = &err["details"];
+    assert!(d["estimated_tokens"].as_u64().unwrap() > budget);
+    assert_eq!(d["budget_tokens"], budget);
+    let limit = d["suggested_limit"].as_u64().unwrap();
+    let chars = d["suggested_max_content_chars"].as_u64().unwrap();
+    assert!(limit >= 1, "{d}");
+    let r = call(
+        &s,
+        "fetch_feed",
+        json!({"url": srv.url("/big"), "max_response_tokens": budget, "limit": limit}),
+    )
+    .await;
+    assert_eq!(structured(&r)["feeds"][0]["item_count"], limit);
+    let r = call(
+        &s,
+        "fetch_feed",
+        json!({"url": srv.url("/big"), "max_response_tokens": budget, "max_content_chars": chars}),
+    )
+    .await;
+    assert_eq!(structured(&r)["feeds"][0]["status"], "ok");
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_call_reports_progress_when_asked() {
+    let srv = TestServer::start(|_| Reply::xml(FEED)).await;
+    let s = spawn(&[]).await;
+    let urls: Vec<String> = (0..4).map(|i| srv.url(&format!("/f{i}"))).collect();
+    let mut params =
+        CallToolRequestParams::new("fetch_feed").with_arguments(args(json!({"urls": urls})));
+    let mut meta = RequestMetaObject::new();
+    meta.set_progress_token(ProgressToken(NumberOrString::String("p-1".into())));
+    params.meta = Some(meta);
+    let r = s.client.call_tool(params).await.unwrap();
+    assert_eq!(structured(&r)["feeds"].as_array().unwrap().len(), 4);
+    // Notifications may trail the response by a moment.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while s.progress.lock().unwrap().len() < 4 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let p = s.progress.lock().unwrap().clone();
+    assert_eq!(p.len(), 4, "{p:?}");
+    assert_eq!(p.last().unwrap().progress, 4.0);
+    assert_eq!(p.last().unwrap().total, Some(4.0));
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_exits_cleanly_when_stdin_closes() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rss"))
+        .args(["mcp", "--no-color"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdin.take());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "the server did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(out.is_empty(), "stdout carries only the protocol: {out:?}");
+    assert!(status.success(), "{status:?}");
+}
+
+/// The official Python SDK as a third-party client: initialize, list tools, call
+/// fetch_feed on a fixture and check the structured result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_client() {
+    let python = python_with_mcp();
+    let srv = fixture_server().await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
+    let out = tokio::process::Command::new(&python)
+        .args([script, env!("CARGO_BIN_EXE_rss"), &srv.url("/rss20.xml")])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "python client failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("OK fetch_feed"), "{stdout}");
+}
+
+/// The Python with the `mcp` package: `RSS_TEST_PYTHON`, else a virtual environment in
+/// `target/` made on first use (what `.ci/run` prepares).
+fn python_with_mcp() -> String {
+    if let Ok(p) = std::env::var("RSS_TEST_PYTHON") {
+        return p;
+    }
+    let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/target/mcp-venv");
+    let python = format!("{venv}/bin/python");
+    let has_mcp = |py: &str| {
+        std::process::Command::new(py)
+            .args(["-c", "import mcp"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if has_mcp(&python) {
+        return python;
+    }
+    let lock = std::fs::File::create(concat!(env!("CARGO_MANIFEST_DIR"), "/target/mcp-venv.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    if !has_mcp(&python) {
+        let ok = std::process::Command::new("python3")
+            .args(["-m", "venv", venv])
+            .status()
+            .is_ok_and(|s| s.success())
+            && std::process::Command::new(format!("{venv}/bin/pip"))
+                .args([
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "mcp>=1.10",
+                ])
+                .status()
+                .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "could not prepare a Python with the `mcp` package: run .ci/run or set RSS_TEST_PYTHON"
+        );
+    }
+    python
+}

@@ -1,0 +1,53 @@
+"""Drive `rss mcp` with the official Python MCP SDK: initialize, list tools, call fetch_feed.
+
+Usage: python mcp_client.py RSS_BINARY FEED_URL
+Prints `OK fetch_feed ...` and exits 0 when every check passes.
+"""
+
+import asyncio
+import json
+import sys
+import tempfile
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+async def main(binary: str, feed_url: str) -> None:
+    with tempfile.TemporaryDirectory() as cache:
+        params = StdioServerParameters(command=binary, args=["mcp", "--cache-dir", cache])
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                assert init.server_info.name == "rss", init.server_info
+                assert "RATE_LIMITED" in (init.instructions or "")
+
+                tools = await session.list_tools()
+                names = [t.name for t in tools.tools]
+                assert names == ["fetch_feed", "discover_feeds", "get_item", "get_schema"], names
+                fetch = next(t for t in tools.tools if t.name == "fetch_feed")
+                assert fetch.output_schema and fetch.output_schema.get("type") == "object"
+                assert fetch.annotations and fetch.annotations.read_only_hint is True
+
+                # The SDK validates structured content against the tool's output schema.
+                result = await session.call_tool("fetch_feed", {"url": feed_url, "limit": "2"})
+                assert not result.is_error, result.content
+                data = result.structured_content
+                assert data["schema_version"] == "1"
+                feed = data["feeds"][0]
+                assert feed["status"] == "ok", feed
+                assert feed["title"] == "Example Engineering Blog"
+                assert feed["item_count"] == 2
+                assert feed["items"][0]["title"] == "Shipping the new parser & more"
+                summary = result.content[0].text
+                assert len(summary) < 200 and "1 feed" in summary, summary
+
+                bad = await session.call_tool("fetch_feed", {"url": "ftp://nowhere/feed"})
+                assert bad.is_error
+                err = json.loads(bad.content[0].text)
+                assert err["code"] == "INVALID_URL", err
+                print("OK fetch_feed", feed["item_count"], "items")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
