@@ -148,7 +148,7 @@ pub enum Error {
         source: Option<url::ParseError>,
     },
     /// The HTTP stack failed.
-    #[error("network error ({}) fetching {url}: {source}", kind.as_str())]
+    #[error("network error ({}) fetching {url}: {}", kind.as_str(), root_cause(source))]
     Network {
         /// The classified kind.
         kind: NetworkKind,
@@ -239,6 +239,15 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+}
+
+/// The innermost cause of an error chain: the part that says what really happened.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut last: &dyn std::error::Error = e;
+    while let Some(next) = last.source() {
+        last = next;
+    }
+    last.to_string()
 }
 
 fn rate_limited_message(wait: Duration, http_status: Option<u16>) -> String {

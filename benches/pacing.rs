@@ -1,0 +1,221 @@
+//! Pacing and caching against a simulated multi-host loopback origin, through the real
+//! `rss` binary. Prints figures per scenario; asserts nothing.
+//!
+//! Run: `cargo bench --bench pacing`
+
+mod origin;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use origin::{Policy, RetryAfter, TestServer, host, report, seen};
+use serde_json::Value;
+
+fn rss(args: &[String], env: &[(&str, &str)]) -> (Value, Duration) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rss"));
+    cmd.args(args)
+        .env_remove("RSS_HOST_CONCURRENCY")
+        .env_remove("RSS_MAX_GATE_WAIT_SECS")
+        .env_remove("RSS_MAX_COOLDOWN_SECS");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let started = Instant::now();
+    let out = cmd.output().expect("run rss");
+    let wall = started.elapsed();
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "rss printed no JSON: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (doc, wall)
+}
+
+fn fetch_args(urls: &[String], extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "fetch".into(),
+        "--content".into(),
+        "none".into(),
+        "-q".into(),
+    ];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a.extend(urls.iter().cloned());
+    a
+}
+
+fn count(doc: &Value, status: &str) -> usize {
+    doc["feeds"]
+        .as_array()
+        .map_or(0, |f| f.iter().filter(|x| x["status"] == status).count())
+}
+
+fn dropped(doc: &Value) -> usize {
+    doc["feeds"].as_array().map_or(0, |f| {
+        f.iter()
+            .filter(|x| {
+                x["status"] == "error"
+                    && !(x["error"]["code"] == "RATE_LIMITED"
+                        && x["error"]["details"]["retry_after_seconds"].is_u64())
+            })
+            .count()
+    })
+}
+
+async fn mixed_batch() {
+    let strict = host(Policy::strict(
+        Duration::from_secs(1),
+        RetryAfter::Seconds(1),
+    ))
+    .await;
+    let lenient: Vec<TestServer> =
+        futures::future::join_all((0..6).map(|_| host(Policy::lenient(100)))).await;
+    let mut urls: Vec<String> = (0..16).map(|i| strict.url(&format!("/s{i}"))).collect();
+    for (h, l) in lenient.iter().enumerate() {
+        urls.extend((0..4).map(|i| l.url(&format!("/l{h}-{i}"))));
+    }
+    let (doc, wall) =
+        tokio::task::spawn_blocking(move || rss(&fetch_args(&urls, &["--no-cache"]), &[]))
+            .await
+            .unwrap();
+    let mut hosts: Vec<&TestServer> = vec![&strict];
+    hosts.extend(lenient.iter());
+    let s = seen(&hosts, 0);
+    report(
+        "mixed batch",
+        count(&doc, "ok"),
+        40,
+        &s,
+        wall,
+        Duration::from_secs(15),
+    );
+    println!("  targets: 40 ok, <= 2 refusals, ratio <= 1.25");
+}
+
+async fn happy_path() {
+    let hosts: Vec<TestServer> =
+        futures::future::join_all((0..20).map(|_| host(Policy::lenient(50)))).await;
+    let urls: Vec<String> = (0..100)
+        .map(|i| hosts[i % 20].url(&format!("/h{i}")))
+        .collect();
+    let mut best = [Duration::MAX; 2];
+    for _ in 0..3 {
+        for (k, env) in [vec![], vec![("RSS_HOST_CONCURRENCY", "64")]]
+            .into_iter()
+            .enumerate()
+        {
+            let u = urls.clone();
+            let (doc, wall) =
+                tokio::task::spawn_blocking(move || rss(&fetch_args(&u, &["--no-cache"]), &env))
+                    .await
+                    .unwrap();
+            assert_eq!(count(&doc, "ok"), 100);
+            best[k] = best[k].min(wall);
+        }
+    }
+    let all: Vec<&TestServer> = hosts.iter().collect();
+    let s = seen(&all, 0);
+    let lb = Duration::from_millis(50 * 100 / 8);
+    report("happy path (gate on)", 100, 100, &s, best[0], lb);
+    println!(
+        "  same run with RSS_HOST_CONCURRENCY=64: {:.3}s; the gate adds {:+.1}% (target <= 5%)",
+        best[1].as_secs_f64(),
+        (best[0].as_secs_f64() / best[1].as_secs_f64() - 1.0) * 100.0
+    );
+}
+
+async fn heavy_day() {
+    let strict = host(Policy::strict(Duration::from_secs(20), RetryAfter::None)).await;
+    let urls: Vec<String> = (0..6).map(|i| strict.url(&format!("/d{i}"))).collect();
+    let (doc, wall) = tokio::task::spawn_blocking(move || {
+        rss(
+            &fetch_args(&urls, &["--no-cache"]),
+            &[("RSS_MAX_GATE_WAIT_SECS", "30")],
+        )
+    })
+    .await
+    .unwrap();
+    let s = seen(&[&strict], 0);
+    report(
+        "heavy day",
+        count(&doc, "ok"),
+        6,
+        &s,
+        wall,
+        Duration::from_secs(20),
+    );
+    println!(
+        "  dropped silently: {} (each feed ok or RATE_LIMITED with a wait); requests <= 8; wall <= 35 s",
+        dropped(&doc)
+    );
+}
+
+async fn revalidate() {
+    let body_len = 200_000;
+    let mut policy = Policy::lenient(5);
+    policy.etag = true;
+    policy.body = origin::feed_body(body_len);
+    let body_len = policy.body.len();
+    let hosts: Vec<TestServer> =
+        futures::future::join_all((0..10).map(|_| host(policy.clone()))).await;
+    let urls: Vec<String> = (0..100)
+        .map(|i| hosts[i % 10].url(&format!("/r{i}")))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().to_str().unwrap().to_owned();
+    let all: Vec<&TestServer> = hosts.iter().collect();
+    let mut walls = Vec::new();
+    let mut last = (0, 0);
+    for (run, extra) in [(1, vec![]), (2, vec![]), (3, vec!["--max-age", "1h"])] {
+        let before = seen(&all, body_len);
+        let mut args = vec!["--cache-dir", cache.as_str()];
+        args.extend(extra);
+        let a = fetch_args(&urls, &args);
+        let (doc, wall) = tokio::task::spawn_blocking(move || rss(&a, &[]))
+            .await
+            .unwrap();
+        let after = seen(&all, body_len);
+        walls.push(wall);
+        last = (
+            after.requests - before.requests,
+            (after.body_bytes - before.body_bytes) as usize,
+        );
+        println!(
+            "revalidate run {run}: wall {:.2}s, requests {:>3}, body bytes {:>9}, ok {:>3}, not_modified {:>3}, from cache {:>3}",
+            wall.as_secs_f64(),
+            last.0,
+            last.1,
+            count(&doc, "ok"),
+            count(&doc, "not_modified"),
+            doc["feeds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["from_cache"] == true)
+                .count()
+        );
+    }
+    println!(
+        "  second run / first run wall: {:.2}x; the --max-age run made {} requests (target 0)",
+        walls[1].as_secs_f64() / walls[0].as_secs_f64(),
+        last.0
+    );
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 4)]
+async fn main() {
+    let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let run = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
+    if run("mixed") {
+        mixed_batch().await;
+    }
+    if run("happy") {
+        happy_path().await;
+    }
+    if run("heavy") {
+        heavy_day().await;
+    }
+    if run("revalidate") {
+        revalidate().await;
+    }
+}
