@@ -43,11 +43,11 @@ pub(crate) fn to_plain(html: &str) -> String {
         match tok {
             Token::Text(t) => {
                 let t = unescape_html(t);
-                if t.starts_with(char::is_whitespace) {
+                if t.starts_with(|c: char| c.is_ascii_whitespace()) {
                     space = true;
                 }
                 let mut any = false;
-                for word in t.split_whitespace() {
+                for word in t.split_ascii_whitespace() {
                     if (space || any) && !out.is_empty() {
                         out.push(' ');
                     }
@@ -56,7 +56,7 @@ pub(crate) fn to_plain(html: &str) -> String {
                     space = false;
                 }
                 if any {
-                    space = t.ends_with(char::is_whitespace);
+                    space = t.ends_with(|c: char| c.is_ascii_whitespace());
                 }
             }
             Token::Start { name, .. } | Token::End(name) if !is_inline(&name) => space = true,

@@ -63,10 +63,11 @@ pub(crate) fn unescape_attr(s: &str) -> Cow<'_, str> {
     htmlize::unescape_attribute(s)
 }
 
-/// Collapses every run of whitespace to one space and trims the ends.
+/// Collapses every run of ASCII whitespace to one space and trims the ends (a no-break
+/// space is content, as feed readers keep it).
 pub(crate) fn collapse_ws(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for word in s.split_whitespace() {
+    for word in s.split_ascii_whitespace() {
         if !out.is_empty() {
             out.push(' ');
         }

@@ -252,6 +252,7 @@ struct Builder<'f> {
     doc_base: Option<Rc<Url>>,
     on_item: &'f mut dyn FnMut(Element),
     repairs: Vec<String>,
+    too_deep: usize,
 }
 
 const MAX_DEPTH: usize = 512;
@@ -281,6 +282,7 @@ pub(crate) fn parse(
         doc_base: doc_base.cloned().map(Rc::new),
         on_item,
         repairs: Vec::new(),
+        too_deep: 0,
     };
     let mut errors = 0usize;
     let mut truncated = false;
@@ -306,9 +308,7 @@ pub(crate) fn parse(
             Err(e) => {
                 errors += 1;
                 let pos = reader.error_position();
-                if b.repairs.len() < 5 {
-                    b.repairs.push(format!("malformed XML at byte {pos}: {e}"));
-                }
+                b.repair(format!("malformed XML at byte {pos}: {e}"));
                 if errors > MAX_ERRORS
                     || pos == last_error_pos
                     || reader.buffer_position() as usize >= xml.len()
@@ -322,10 +322,11 @@ pub(crate) fn parse(
     }
     if !b.stack.is_empty() {
         let open: Vec<&str> = b.stack.iter().map(|f| f.qname.as_str()).collect();
-        b.repairs.push(format!(
+        let msg = format!(
             "the document ended with elements still open: {}",
             open.join(" > ")
-        ));
+        );
+        b.repair(msg);
         while !b.stack.is_empty() {
             b.close_top();
         }
@@ -338,6 +339,13 @@ pub(crate) fn parse(
 }
 
 impl Builder<'_> {
+    /// Notes a repair (the first few, each once).
+    fn repair(&mut self, msg: String) {
+        if self.repairs.len() < 5 && !self.repairs.contains(&msg) {
+            self.repairs.push(msg);
+        }
+    }
+
     fn lookup(&self, prefix: &str) -> Ns {
         if prefix == "xml" {
             return Ns::Xml;
@@ -358,10 +366,13 @@ impl Builder<'_> {
 
     fn start(&mut self, e: &BytesStart<'_>, empty: bool) {
         if self.stack.len() >= MAX_DEPTH {
-            if self.repairs.len() < 5 {
-                self.repairs.push(format!(
+            if self.too_deep == 0 {
+                self.repair(format!(
                     "elements nested deeper than {MAX_DEPTH} were dropped"
                 ));
+            }
+            if !empty {
+                self.too_deep += 1;
             }
             return;
         }
@@ -438,21 +449,17 @@ impl Builder<'_> {
             });
         match found {
             Some(i) => {
-                if i + 1 < self.stack.len() && self.repairs.len() < 5 {
-                    self.repairs.push(format!(
-                        "</{qname}> closed unclosed <{}>",
-                        self.stack[i + 1].qname
-                    ));
+                if i + 1 < self.stack.len() {
+                    let msg = format!("</{qname}> closed unclosed <{}>", self.stack[i + 1].qname);
+                    self.repair(msg);
                 }
                 while self.stack.len() > i {
                     self.close_top();
                 }
             }
-            None => {
-                if self.repairs.len() < 5 {
-                    self.repairs.push(format!("ignored a stray </{qname}>"));
-                }
-            }
+            // The end tag of an element dropped for depth.
+            None if self.too_deep > 0 => self.too_deep -= 1,
+            None => self.repair(format!("ignored a stray </{qname}>")),
         }
     }
 

@@ -115,7 +115,7 @@ async fn rss_0_91_with_html_entities_from_its_dtd() {
     let a = &f.items[0];
     assert_eq!(
         a.title.as_deref(),
-        Some("Giving the world a pluggable Gnutella \u{2014} café")
+        Some("Giving the world a pluggable Gnutella\u{a0}\u{2014} café")
     );
     assert_eq!(
         a.url.as_deref(),
