@@ -1,16 +1,15 @@
 //! RSS (0.9x, 1.0/RDF, 2.0) and Atom (0.3, 1.0) element trees mapped to [`RawFeed`].
 
-use base64::Engine;
 use url::Url;
 
-use super::render::{absolutize, to_plain};
+use super::constructs::{
+    Dates, RSSISH, enclosure, first_date, is_atomish, person, person_name, plain, push_enclosure,
+    push_unique, resolve, set_once, text_construct,
+};
 use super::text::{collapse_ws, non_empty};
 use super::xml::{self, Element, Ns};
-use super::{Body, RawFeed, RawItem, WARN_ELEMENT_SKIPPED, WARN_REPAIRED, date};
+use super::{Body, RawFeed, RawItem, WARN_ELEMENT_SKIPPED, WARN_REPAIRED};
 use crate::error::{Error, Result};
-use crate::model::Enclosure;
-
-const RSSISH: [Ns; 2] = [Ns::None, Ns::Rss];
 
 /// Parses an XML feed.
 pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
@@ -110,163 +109,6 @@ fn rebase(it: &mut RawItem, site: &Url) {
         fix(&mut e.url);
     }
     it.base = Some(site.clone());
-}
-
-fn resolve(base: Option<&Url>, s: &str) -> Option<String> {
-    absolutize(s, base)
-}
-
-fn is_atomish(e: &Element, atom_mode: bool) -> bool {
-    e.ns == Ns::Atom || (atom_mode && e.ns == Ns::None)
-}
-
-/// A text construct as a body: Atom `type`/`mode`, or RSS's HTML-by-default.
-fn text_construct(e: &Element, text_by_default: bool, skipped: &mut Vec<String>) -> Option<Body> {
-    let ty = e.attr("type").unwrap_or("").trim().to_ascii_lowercase();
-    let mode = e.attr("mode").unwrap_or("").trim().to_ascii_lowercase();
-    let markup_or_text = |e: &Element| {
-        if e.has_element_children() {
-            e.inner_markup()
-        } else {
-            e.text()
-        }
-    };
-    let binary = !ty.is_empty()
-        && !matches!(ty.as_str(), "text" | "html" | "xhtml")
-        && !ty.starts_with("text/")
-        && !ty.ends_with("xml");
-    let body = if mode == "base64" || binary {
-        let raw: String = e.text().split_whitespace().collect();
-        match base64::engine::general_purpose::STANDARD
-            .decode(raw.as_bytes())
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-        {
-            Some(s) if ty.contains("html") => Body::Html(s),
-            Some(s) => Body::Text(s),
-            None => {
-                skipped.push(format!(
-                    "<{}> of type {ty:?} is not base64-encoded text and was skipped",
-                    e.name
-                ));
-                return None;
-            }
-        }
-    } else if ty == "xhtml" || ty.ends_with("xhtml+xml") || mode == "xml" {
-        let wrapper = e
-            .elements()
-            .filter(|c| c.name.eq_ignore_ascii_case("div"))
-            .collect::<Vec<_>>();
-        let only_div = wrapper.len() == 1
-            && e.elements().count() == 1
-            && e.text().trim() == wrapper[0].text().trim();
-        Body::Html(if only_div {
-            wrapper[0].inner_markup()
-        } else {
-            e.inner_markup()
-        })
-    } else if ty == "html" || ty == "text/html" || mode == "escaped" {
-        Body::Html(markup_or_text(e))
-    } else if ty == "text" || ty.starts_with("text/") || (ty.is_empty() && text_by_default) {
-        if e.has_element_children() {
-            Body::Html(e.inner_markup())
-        } else {
-            Body::Text(e.text())
-        }
-    } else {
-        Body::Html(markup_or_text(e))
-    };
-    (!body.is_blank()).then_some(body)
-}
-
-fn plain(body: Option<Body>) -> Option<String> {
-    match body? {
-        Body::Html(h) => non_empty(to_plain(&h)),
-        Body::Text(t) => non_empty(collapse_ws(&t)),
-    }
-}
-
-/// A name from `Name <email>`, `email (Name)`, or the text itself.
-fn person_name(s: &str) -> Option<String> {
-    let s = collapse_ws(s);
-    if let (Some(open), true) = (s.find('('), s.ends_with(')')) {
-        let inner = s[open + 1..s.len() - 1].trim();
-        if !inner.is_empty() {
-            return Some(inner.to_owned());
-        }
-    }
-    if let Some(lt) = s.find('<') {
-        let name = s[..lt].trim().trim_matches('"');
-        if !name.is_empty() {
-            return Some(name.to_owned());
-        }
-        return non_empty(s[lt + 1..].trim_end_matches('>'));
-    }
-    non_empty(s)
-}
-
-fn person(e: &Element) -> Option<String> {
-    if e.has_element_children() {
-        let name = e
-            .elements()
-            .find(|c| c.name.eq_ignore_ascii_case("name"))
-            .and_then(|c| non_empty(collapse_ws(&c.text())));
-        name.or_else(|| {
-            e.elements()
-                .find(|c| c.name.eq_ignore_ascii_case("email"))
-                .and_then(|c| non_empty(c.text()))
-        })
-    } else {
-        person_name(&e.text())
-    }
-}
-
-fn push_unique(list: &mut Vec<String>, value: Option<String>) {
-    if let Some(v) = value
-        && !list.contains(&v)
-    {
-        list.push(v);
-    }
-}
-
-fn enclosure(
-    url: Option<&str>,
-    ty: Option<&str>,
-    len: Option<&str>,
-    base: Option<&Url>,
-) -> Option<Enclosure> {
-    Some(Enclosure {
-        url: resolve(base, url?)?,
-        mime_type: ty.and_then(non_empty),
-        length: len
-            .and_then(|l| l.trim().parse::<u64>().ok())
-            .filter(|n| *n > 0),
-    })
-}
-
-fn push_enclosure(list: &mut Vec<Enclosure>, e: Option<Enclosure>) {
-    if let Some(e) = e
-        && !list.iter().any(|x| x.url == e.url)
-    {
-        list.push(e);
-    }
-}
-
-/// Date candidates in priority order; the first that parses wins.
-#[derive(Default)]
-struct Dates {
-    published: [Option<String>; 4],
-    updated: [Option<String>; 2],
-}
-
-fn first_date(candidates: &[Option<String>]) -> Option<chrono::DateTime<chrono::Utc>> {
-    candidates.iter().flatten().find_map(|s| date::parse(s))
-}
-
-fn set_once(slot: &mut Option<String>, value: String) {
-    if slot.is_none() {
-        *slot = Some(value);
-    }
 }
 
 fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
@@ -543,23 +385,6 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn person_names_come_out_of_every_shape() {
-        assert_eq!(
-            person_name("jo@example.com (Jo Doe)").as_deref(),
-            Some("Jo Doe")
-        );
-        assert_eq!(
-            person_name("Jo Doe <jo@example.com>").as_deref(),
-            Some("Jo Doe")
-        );
-        assert_eq!(
-            person_name("jo@example.com").as_deref(),
-            Some("jo@example.com")
-        );
-        assert_eq!(person_name("  Jo  Doe ").as_deref(), Some("Jo Doe"));
-    }
 
     #[test]
     fn root_names_skip_prolog_and_prefixes() {
