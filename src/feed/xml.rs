@@ -188,7 +188,7 @@ fn write_node(node: &Node, out: &mut String) {
                 super::text::escape_html(&a.value, out);
                 out.push('"');
             }
-            if e.children.is_empty() && is_void(&e.name) {
+            if e.children.is_empty() && super::render::is_void(&e.name.to_ascii_lowercase()) {
                 out.push_str(" />");
                 return;
             }
@@ -201,25 +201,6 @@ fn write_node(node: &Node, out: &mut String) {
             out.push('>');
         }
     }
-}
-
-fn is_void(name: &str) -> bool {
-    matches!(
-        name.to_ascii_lowercase().as_str(),
-        "br" | "hr"
-            | "img"
-            | "input"
-            | "meta"
-            | "link"
-            | "source"
-            | "wbr"
-            | "col"
-            | "embed"
-            | "param"
-            | "track"
-            | "area"
-            | "base"
-    )
 }
 
 /// What a parse produced besides the items handed to the callback.

@@ -7,10 +7,10 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::{
-    CacheMode, Context, FetchOptions, WARN_CACHE_CORRUPT, WARN_CACHE_WRITE, WARN_SERVED_STALE,
-    blocking,
+    CacheMode, Context, FetchOptions, StoreHook, WARN_CACHE_CORRUPT, WARN_CACHE_WRITE,
+    WARN_SERVED_STALE, blocking, store_hook,
 };
-use crate::cache::{Entry, Lookup, Meta, StoreRequest};
+use crate::cache::{Entry, Lookup, Meta};
 use crate::error::{Error, ErrorCode};
 use crate::feed::{self, Built, date};
 use crate::gate::HostKey;
@@ -237,9 +237,6 @@ async fn from_body(
     o
 }
 
-/// Writes a fresh body to the cache before it is parsed; returns a warning on failure.
-type StoreHook = Box<dyn FnOnce(&[u8]) -> Option<String> + Send>;
-
 /// Serves a cached entry's body as `status`.
 async fn from_entry(
     feed_url: &str,
@@ -361,29 +358,8 @@ async fn fetch_http(
             ),
         },
         Ok(resp) => {
-            let store: Option<StoreHook> = ctx
-                .cache
-                .clone()
-                .filter(|_| opts.cache != CacheMode::Off)
-                .map(|cache| {
-                    let (f, fin, etag, lm, ct) = (
-                        feed_url.to_owned(),
-                        resp.final_url.to_string(),
-                        resp.etag.clone(),
-                        resp.last_modified.clone(),
-                        resp.content_type.clone(),
-                    );
-                    Box::new(move |body: &[u8]| {
-                        let req = StoreRequest {
-                            feed_url: &f,
-                            final_url: &fin,
-                            etag: etag.as_deref(),
-                            last_modified: lm.as_deref(),
-                            content_type: ct.as_deref(),
-                        };
-                        cache.store(&req, body).err().map(|e| e.to_string())
-                    }) as StoreHook
-                });
+            let cache = ctx.cache.as_ref().filter(|_| opts.cache != CacheMode::Off);
+            let store = store_hook(cache, feed_url, &resp);
             let final_url = resp.final_url.to_string();
             let mut o = from_body(
                 feed_url,

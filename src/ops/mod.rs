@@ -140,6 +140,35 @@ fn require_cache(ctx: &Context) -> Result<&Cache> {
     })
 }
 
+/// Writes a fresh body to the cache (run it off the async threads); a warning on failure.
+type StoreHook = Box<dyn FnOnce(&[u8]) -> Option<String> + Send>;
+
+/// A hook that stores `resp`'s body as `feed_url`'s entry, when a cache is in use.
+fn store_hook(
+    cache: Option<&Cache>,
+    feed_url: &str,
+    resp: &crate::http::Response,
+) -> Option<StoreHook> {
+    let cache = cache?.clone();
+    let (f, fin, etag, lm, ct) = (
+        feed_url.to_owned(),
+        resp.final_url.to_string(),
+        resp.etag.clone(),
+        resp.last_modified.clone(),
+        resp.content_type.clone(),
+    );
+    Some(Box::new(move |body: &[u8]| {
+        let req = crate::cache::StoreRequest {
+            feed_url: &f,
+            final_url: &fin,
+            etag: etag.as_deref(),
+            last_modified: lm.as_deref(),
+            content_type: ct.as_deref(),
+        };
+        cache.store(&req, body).err().map(|e| e.to_string())
+    }))
+}
+
 /// Runs a blocking closure off the async threads.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f)

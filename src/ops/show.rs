@@ -3,7 +3,7 @@
 use url::Url;
 
 use super::{Context, WARN_CACHE_CORRUPT, blocking};
-use crate::cache::{Entry, Lookup, StoreRequest};
+use crate::cache::{Entry, Lookup};
 use crate::error::{Error, Result};
 use crate::feed::{self, RenderOptions, WARN_CONTENT_FALLBACK};
 use crate::http::{ACCEPT_FEEDS, GetRequest, Validators};
@@ -131,28 +131,10 @@ pub async fn show_item(
             fetched_at: Some(entry.meta.fetched_at),
         }
     } else {
-        if let Some(cache) = ctx.cache.clone() {
-            let (f, fin, etag, lm, ct, body) = (
-                feed_url.clone(),
-                resp.final_url.to_string(),
-                resp.etag.clone(),
-                resp.last_modified.clone(),
-                resp.content_type.clone(),
-                resp.body.clone(),
-            );
-            let stored = blocking(move || {
-                let req = StoreRequest {
-                    feed_url: &f,
-                    final_url: &fin,
-                    etag: etag.as_deref(),
-                    last_modified: lm.as_deref(),
-                    content_type: ct.as_deref(),
-                };
-                cache.store(&req, &body)
-            })
-            .await?;
-            if let Err(e) = stored {
-                warn(super::WARN_CACHE_WRITE, e.to_string());
+        if let Some(hook) = super::store_hook(ctx.cache.as_ref(), &feed_url, &resp) {
+            let body = resp.body.clone();
+            if let Some(w) = blocking(move || hook(&body)).await? {
+                warn(super::WARN_CACHE_WRITE, w);
             }
         }
         Found {

@@ -93,7 +93,7 @@ pub(super) fn is_skipped(name: &str) -> bool {
 }
 
 /// Elements that may not carry an end tag.
-pub(super) fn is_void(name: &str) -> bool {
+pub(crate) fn is_void(name: &str) -> bool {
     matches!(
         name,
         "br" | "hr"
