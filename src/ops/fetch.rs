@@ -399,5 +399,14 @@ async fn fetch_http(
     if let Some(msg) = corrupt {
         o.warn(WARN_CACHE_CORRUPT, msg);
     }
+    tracing::info!(
+        feed_url,
+        status = ?o.feed.status,
+        error = o.feed.error.as_ref().map(|e| e.code.as_str()),
+        attempts = o.feed.attempts,
+        gate_wait_ms = o.feed.gate_wait_ms,
+        items = o.feed.item_count,
+        "fetched"
+    );
     o
 }
