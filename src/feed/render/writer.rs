@@ -259,10 +259,9 @@ impl<'b> Writer<'b> {
                 self.block(2);
             }
             Open::Emphasis { marker, at } => {
-                if self.out.len() <= at + marker.len()
-                    || self.out[at + marker.len()..].trim().is_empty()
-                {
-                    self.out.truncate(at);
+                let inner = self.out.get(at + marker.len()..);
+                if inner.is_none_or(|t| t.trim().is_empty()) {
+                    self.out.truncate(at.min(self.out.len()));
                 } else {
                     self.out.push_str(marker);
                 }
