@@ -261,7 +261,7 @@ impl<'b> Writer<'b> {
             Open::Emphasis { marker, at } => {
                 let inner = self.out.get(at + marker.len()..);
                 if inner.is_none_or(|t| t.trim().is_empty()) {
-                    self.out.truncate(at.min(self.out.len()));
+                    cut_at(&mut self.out, at);
                 } else {
                     self.out.push_str(marker);
                 }
@@ -283,7 +283,7 @@ impl<'b> Writer<'b> {
                 if let Some(href) = href {
                     let text_empty = self.out.get(at + 1..).is_none_or(|t| t.trim().is_empty());
                     if text_empty {
-                        self.out.truncate(at);
+                        cut_at(&mut self.out, at);
                     } else {
                         self.out.push_str("](");
                         self.out.push_str(&md_url(&href));
@@ -376,4 +376,13 @@ impl<'b> Writer<'b> {
         let alt = crate::feed::text::collapse_ws(&alt).replace(['[', ']'], "");
         self.inline_marker(&format!("![{alt}]({})", md_url(&url)));
     }
+}
+
+/// Cuts `s` back to `at` (or the char boundary before it); never panics.
+fn cut_at(s: &mut String, at: usize) {
+    let mut at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    s.truncate(at);
 }
