@@ -200,18 +200,34 @@ fn end_to_end(body: &[u8]) {
     std::fs::write(&path, body).expect("write the feed");
     let bin = env!("CARGO_BIN_EXE_rss");
     // The feed is larger than the default 20 MiB cap.
-    let args = ["fetch", "--no-cache", "-q", "--max-body-bytes", "100000000", path.to_str().unwrap()];
+    let args = [
+        "fetch",
+        "--no-cache",
+        "-q",
+        "--max-body-bytes",
+        "100000000",
+        path.to_str().unwrap(),
+    ];
     let timed = std::path::Path::new("/usr/bin/time").exists();
     let started = Instant::now();
     let out = if timed {
-        std::process::Command::new("/usr/bin/time").args(["-f", "%M"]).arg(bin).args(args).output()
+        std::process::Command::new("/usr/bin/time")
+            .args(["-f", "%M"])
+            .arg(bin)
+            .args(args)
+            .output()
     } else {
         std::process::Command::new(bin).args(args).output()
     }
     .expect("run rss");
     let wall = started.elapsed();
     let rss_kb: Option<f64> = timed
-        .then(|| String::from_utf8_lossy(&out.stderr).lines().last().and_then(|l| l.trim().parse().ok()))
+        .then(|| {
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .and_then(|l| l.trim().parse().ok())
+        })
         .flatten();
     print!(
         "end to end `rss fetch FILE > /dev/null`: {:.0} ms, {:.1} MB of JSON",
@@ -219,7 +235,11 @@ fn end_to_end(body: &[u8]) {
         out.stdout.len() as f64 / 1e6
     );
     match rss_kb {
-        Some(kb) => println!(", peak RSS {:.1} MB = {:.2}x the body", kb / 1e3, kb * 1e3 / body.len() as f64),
+        Some(kb) => println!(
+            ", peak RSS {:.1} MB = {:.2}x the body",
+            kb / 1e3,
+            kb * 1e3 / body.len() as f64
+        ),
         None => println!(),
     }
 }

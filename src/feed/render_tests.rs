@@ -124,3 +124,60 @@ fn absurd_nesting_is_unconvertible() {
 fn empty_emphasis_and_links_vanish() {
     assert_eq!(md("<p>a<b> </b>b <a href='/x'></a>c</p>"), "a b c");
 }
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn messy() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just("<".to_owned()),
+                Just(">".to_owned()),
+                Just("</".to_owned()),
+                Just("&".to_owned()),
+                Just("&amp;".to_owned()),
+                Just("\"".to_owned()),
+                Just("'".to_owned()),
+                Just("=".to_owned()),
+                Just(" ".to_owned()),
+                Just("\n".to_owned()),
+                Just("é".to_owned()),
+                Just("\u{1F600}".to_owned()),
+                Just("<!--".to_owned()),
+                Just("<![CDATA[".to_owned()),
+                "(p|b|i|a href=x|li|ul|ol|pre|code|table|tr|td|blockquote|h2|img src=y|script|style|br/)".prop_map(|t| format!("<{t}>")),
+                "(p|b|i|a|li|ul|ol|pre|code|table|tr|td|blockquote|h2|script|style)".prop_map(|t| format!("</{t}>")),
+                "[a-z]{1,6}",
+            ],
+            0..80,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn renderers_accept_any_markup(html in messy()) {
+            let base = Url::parse("https://example.com/a/").ok();
+            let _ = to_markdown(&html, base.as_ref());
+            let _ = to_text(&html, base.as_ref());
+            let _ = to_plain(&html);
+            let _ = sanitize_html(&html, base.as_ref());
+        }
+
+        #[test]
+        fn dates_accept_any_text(s in "[0-9A-Za-z:+\\-/., TZé]{0,40}") {
+            let _ = crate::feed::date::parse(&s);
+            let _ = crate::feed::parse_since(&s, chrono::Utc::now());
+        }
+
+        #[test]
+        fn the_feed_parser_accepts_any_bytes(body in proptest::collection::vec(any::<u8>(), 0..400), html in messy()) {
+            let _ = crate::feed::parse(body, None, None);
+            let doc = format!("<rss><channel><title>t</title><item><title>{html}</title><description>{html}</description></item></channel></rss>");
+            let _ = crate::feed::parse(doc.into_bytes(), Some("text/xml; charset=utf-8"), None);
+        }
+    }
+}
