@@ -148,10 +148,10 @@ impl Server {
                 format: content_format(a.content_format),
                 max_content_chars: to_usize(a.max_content_chars),
             },
-            cache: if matches!(policy, CachePolicyArg::NoCache) {
-                CacheMode::Off
-            } else {
-                CacheMode::Revalidate
+            cache: match (policy, a.max_age_seconds) {
+                (CachePolicyArg::NoCache, _) => CacheMode::Off,
+                (_, Some(secs)) => CacheMode::MaxAge(std::time::Duration::from_secs(secs)),
+                _ => CacheMode::Revalidate,
             },
             stale_if_error: matches!(policy, CachePolicyArg::StaleIfError),
         };
@@ -234,7 +234,7 @@ impl Server {
     async fn get_item(&self, args: Value) -> Result<CallToolResult> {
         let a: GetItemArgs = parse_args(args)?;
         let opts = ShowOptions {
-            refresh: false,
+            refresh: a.refresh.unwrap_or(false),
             render: RenderOptions {
                 format: content_format(a.content_format),
                 max_content_chars: to_usize(a.max_content_chars),

@@ -101,6 +101,10 @@ pub struct FetchFeedArgs {
     /// revalidate (default), stale-if-error or no-cache.
     #[serde(default)]
     pub cache_policy: Option<CachePolicyArg>,
+    /// Serve a cached copy younger than this many seconds without any request.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub max_age_seconds: Option<u64>,
 }
 
 /// Arguments of `discover_feeds`.
@@ -124,6 +128,9 @@ pub struct GetItemArgs {
     /// How the body is returned: markdown (default), text, html or none.
     #[serde(default)]
     pub content_format: Option<ContentFormatArg>,
+    /// Fetch the feed live instead of looking in the cache first.
+    #[serde(default)]
+    pub refresh: Option<bool>,
 }
 
 /// Arguments of `get_schema`.

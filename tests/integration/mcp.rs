@@ -225,6 +225,21 @@ async fn every_tool_answers_and_validates_against_its_output_schema() {
         "get_item is served from the cache"
     );
 
+    let r = call(
+        &s,
+        "fetch_feed",
+        json!({"url": srv.url("/rss20.xml"), "max_age_seconds": "3600"}),
+    )
+    .await;
+    let out = structured(&r);
+    assert_eq!(out["feeds"][0]["from_cache"], true);
+    assert_eq!(out["feeds"][0]["attempts"], 0);
+    assert_eq!(
+        srv.count(),
+        hits_before,
+        "a fresh cached copy is served with no request"
+    );
+
     let r = call(&s, "get_schema", json!({"command": "fetch"})).await;
     assert_eq!(structured(&r)["type"], "object");
 
