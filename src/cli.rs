@@ -474,7 +474,9 @@ async fn fetch(
         }
     };
     let out = ops::fetch_feeds(&ctx, inputs, &opts, &progress).await;
+    // The bar goes away with its span, before anything is printed.
     drop(_entered);
+    drop(span);
     let failed = out
         .feeds
         .iter()
