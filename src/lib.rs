@@ -16,6 +16,7 @@
 //! - `cli`      — the clap surface and the one exit path
 //! - `mcp`      — the MCP server: tools delegate to `ops`, one shared client and cache
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod cache;
 pub mod cli;
