@@ -8,7 +8,10 @@ use super::constructs::{
 };
 use super::text::{collapse_ws, non_empty};
 use super::xml::{self, Element, Ns};
-use super::{Body, RawFeed, RawItem, WARN_ELEMENT_SKIPPED, WARN_REPAIRED};
+use super::{
+    Body, MAX_ITEMS, RawFeed, RawItem, WARN_ELEMENT_SKIPPED, WARN_ITEMS_CAPPED, WARN_REPAIRED,
+    items_capped_message,
+};
 use crate::error::{Error, Result};
 
 /// Parses an XML feed.
@@ -16,8 +19,13 @@ pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
     let atom_mode = root_name(text).is_some_and(|n| n.eq_ignore_ascii_case("feed"));
     let mut items = Vec::new();
     let mut skipped: Vec<String> = Vec::new();
+    let mut beyond_cap = 0usize;
     let doc = xml::parse(text, base, &mut |el| {
-        items.push(item(&el, atom_mode, &mut skipped));
+        if items.len() < MAX_ITEMS {
+            items.push(item(&el, atom_mode, &mut skipped));
+        } else {
+            beyond_cap += 1;
+        }
     });
     let Some(root) = doc.root else {
         return Err(Error::parse(
@@ -70,6 +78,10 @@ pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
     }
     for s in skipped.into_iter().take(5) {
         feed.warnings.push((WARN_ELEMENT_SKIPPED, s));
+    }
+    if beyond_cap > 0 {
+        feed.warnings
+            .push((WARN_ITEMS_CAPPED, items_capped_message(beyond_cap)));
     }
     feed.items = items;
     Ok(feed)

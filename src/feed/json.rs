@@ -5,7 +5,10 @@ use url::Url;
 
 use super::render::absolutize;
 use super::text::{collapse_ws, non_empty};
-use super::{Body, RawFeed, RawItem, WARN_ELEMENT_SKIPPED, date};
+use super::{
+    Body, MAX_ITEMS, RawFeed, RawItem, WARN_ELEMENT_SKIPPED, WARN_ITEMS_CAPPED, date,
+    items_capped_message,
+};
 use crate::error::{Error, Result};
 use crate::model::Enclosure;
 
@@ -73,9 +76,11 @@ pub(super) fn parse(text: &str, base: Option<&Url>) -> Result<RawFeed> {
     };
     let feed_authors = author_names(&root);
     let mut odd = 0usize;
+    let mut beyond_cap = 0usize;
     if let Some(Value::Array(items)) = items_value {
         for v in items {
             match v {
+                Value::Object(_) if feed.items.len() >= MAX_ITEMS => beyond_cap += 1,
                 Value::Object(obj) => feed.items.push(item(obj, base, &feed_authors)),
                 _ => odd += 1,
             }
@@ -85,6 +90,10 @@ pub(super) fn parse(text: &str, base: Option<&Url>) -> Result<RawFeed> {
             WARN_ELEMENT_SKIPPED,
             "\"items\" is not an array and was ignored".into(),
         ));
+    }
+    if beyond_cap > 0 {
+        feed.warnings
+            .push((WARN_ITEMS_CAPPED, items_capped_message(beyond_cap)));
     }
     if odd > 0 {
         feed.warnings.push((

@@ -88,6 +88,16 @@ pub(crate) struct RawFeed {
 pub const WARN_REPAIRED: &str = "FEED_REPAIRED";
 /// Warning code: one element was skipped.
 pub const WARN_ELEMENT_SKIPPED: &str = "ELEMENT_SKIPPED";
+/// Warning code: the feed has more items than are read from one feed.
+pub const WARN_ITEMS_CAPPED: &str = "ITEMS_CAPPED";
+/// Items read from one feed at most: far beyond any real feed, and a bound on what a
+/// hostile body of empty items can cost in memory.
+pub const MAX_ITEMS: usize = 50_000;
+
+fn items_capped_message(beyond: usize) -> String {
+    format!("the feed has {beyond} items beyond the first {MAX_ITEMS}; they were not read")
+}
+
 /// Warning code: every returned item lacks a date.
 pub const WARN_UNDATED: &str = "UNDATED_ITEMS";
 /// Warning code: HTML was rendered as stripped text instead.
@@ -318,6 +328,20 @@ mod tests {
             assert_eq!(err.code().as_str(), "FEED_PARSE_FAILED");
             assert!(err.to_string().contains("rss discover"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_body_of_endless_empty_items_is_capped() {
+        let mut body = String::from("<rss><channel><title>t</title>");
+        body.push_str(&"<item/>".repeat(MAX_ITEMS + 10));
+        body.push_str("</channel></rss>");
+        let feed = parse(body.into_bytes(), None, None).unwrap();
+        assert_eq!(feed.items.len(), MAX_ITEMS);
+        assert!(
+            feed.warnings
+                .iter()
+                .any(|(c, m)| *c == WARN_ITEMS_CAPPED && m.contains("10 items"))
+        );
     }
 
     #[test]
