@@ -66,20 +66,9 @@ pub struct FeedResult {
     pub status: FeedStatus,
     /// Whether the items were read from the local cache.
     pub from_cache: bool,
-    /// Feed format detected: rss, rdf, atom or json.
-    pub format: Option<String>,
-    /// Feed title, plain text.
-    pub title: Option<String>,
-    /// The site's address (the channel link), absolute.
-    pub site_url: Option<String>,
-    /// Feed description or subtitle, plain text.
-    pub description: Option<String>,
-    /// When the feed says it last changed (UTC RFC 3339).
-    pub updated: Option<String>,
-    /// Feed language tag, as given.
-    pub language: Option<String>,
-    /// Feed icon or logo URL, absolute.
-    pub icon: Option<String>,
+    /// What the feed says about itself.
+    #[serde(flatten)]
+    pub meta: FeedMeta,
     /// Items returned for this feed (after `--since` and `--limit`).
     pub item_count: usize,
     /// Sum of `content_tokens_est` over the returned items.
@@ -96,6 +85,25 @@ pub struct FeedResult {
     pub cached_at: Option<String>,
     /// Age of the served cached copy in seconds, for cached answers.
     pub cache_age_seconds: Option<u64>,
+}
+
+/// What a feed says about itself (flattened into [`FeedResult`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FeedMeta {
+    /// Feed format detected: rss, rdf, atom or json.
+    pub format: Option<String>,
+    /// Feed title, plain text.
+    pub title: Option<String>,
+    /// The site's address (the channel link), absolute.
+    pub site_url: Option<String>,
+    /// Feed description or subtitle, plain text.
+    pub description: Option<String>,
+    /// When the feed says it last changed (UTC RFC 3339).
+    pub updated: Option<String>,
+    /// Feed language tag, as given.
+    pub language: Option<String>,
+    /// Feed icon or logo URL, absolute.
+    pub icon: Option<String>,
 }
 
 /// How an item's `id` was derived.

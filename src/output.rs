@@ -114,7 +114,7 @@ impl Paint {
 fn write_text(out: &mut dyn Write, result: &FetchOutput, color: bool) -> io::Result<()> {
     let p = Paint(color);
     for feed in &result.feeds {
-        let title = feed.title.as_deref().unwrap_or(&feed.feed_url);
+        let title = feed.meta.title.as_deref().unwrap_or(&feed.feed_url);
         let status = match feed.status {
             FeedStatus::Ok => "ok",
             FeedStatus::NotModified => "not modified",
@@ -128,7 +128,7 @@ fn write_text(out: &mut dyn Write, result: &FetchOutput, color: bool) -> io::Res
             p.bold(title),
             p.dim(&format!("({status}, {} items{cache})", feed.item_count))
         )?;
-        if feed.title.is_some() {
+        if feed.meta.title.is_some() {
             writeln!(out, "{}", p.dim(&feed.feed_url))?;
         }
         if let Some(e) = &feed.error {

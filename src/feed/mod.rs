@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use url::Url;
 
 use crate::error::{Error, Result};
-use crate::model::{Enclosure, Item, Truncation};
+use crate::model::{Enclosure, FeedMeta, Item, Truncation};
 
 pub use content::{ContentFormat, RenderOptions, estimate_tokens};
 pub use ids::item_id;
@@ -186,20 +186,8 @@ pub struct Built {
 /// A feed parsed, selected and rendered: everything a fetch reports about its body.
 #[derive(Debug, Default)]
 pub struct Processed {
-    /// rss, rdf, atom or json.
-    pub format: &'static str,
-    /// Feed title, plain text.
-    pub title: Option<String>,
-    /// The site's address.
-    pub site_url: Option<String>,
-    /// Feed description, plain text.
-    pub description: Option<String>,
-    /// When the feed last changed (UTC RFC 3339).
-    pub updated: Option<String>,
-    /// Language tag.
-    pub language: Option<String>,
-    /// Icon or logo URL.
-    pub icon: Option<String>,
+    /// What the feed says about itself.
+    pub meta: FeedMeta,
     /// The items and what selection left out; `built.warnings` holds every warning.
     pub built: Built,
 }
@@ -221,13 +209,15 @@ pub fn process(
     warnings.append(&mut built.warnings);
     built.warnings = warnings;
     Ok(Processed {
-        format: raw.format,
-        title: raw.title,
-        site_url: raw.site_url,
-        description: raw.description,
-        updated: raw.updated.as_ref().map(date::format),
-        language: raw.language,
-        icon: raw.icon,
+        meta: FeedMeta {
+            format: Some(raw.format.to_owned()),
+            title: raw.title,
+            site_url: raw.site_url,
+            description: raw.description,
+            updated: raw.updated.as_ref().map(date::format),
+            language: raw.language,
+            icon: raw.icon,
+        },
         built,
     })
 }

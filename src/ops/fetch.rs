@@ -16,7 +16,9 @@ use crate::feed::{self, Built, date};
 use crate::gate::HostKey;
 use crate::http::{ACCEPT_FEEDS, GetRequest, Validators};
 use crate::inputs::{Input, Source};
-use crate::model::{FeedResult, FeedStatus, FetchOutput, SCHEMA_VERSION, Truncation, Warning};
+use crate::model::{
+    FeedMeta, FeedResult, FeedStatus, FetchOutput, SCHEMA_VERSION, Truncation, Warning,
+};
 use crate::schedule::{Job, run_batch};
 
 /// One feed's result with its warnings and selection counts.
@@ -32,13 +34,7 @@ fn blank(feed_url: &str) -> FeedResult {
         final_url: None,
         status: FeedStatus::Error,
         from_cache: false,
-        format: None,
-        title: None,
-        site_url: None,
-        description: None,
-        updated: None,
-        language: None,
-        icon: None,
+        meta: FeedMeta::default(),
         item_count: 0,
         content_tokens_est_total: 0,
         items: Vec::new(),
@@ -208,13 +204,7 @@ async fn from_body(
             let warnings = std::mem::take(&mut p.built.warnings);
             let feed = FeedResult {
                 status: FeedStatus::Ok,
-                format: Some(p.format.to_owned()),
-                title: p.title,
-                site_url: p.site_url,
-                description: p.description,
-                updated: p.updated,
-                language: p.language,
-                icon: p.icon,
+                meta: p.meta,
                 item_count: items.len(),
                 content_tokens_est_total: items.iter().map(|i| i.content_tokens_est).sum(),
                 items,

@@ -9,16 +9,22 @@ async fn rss_2_0_with_every_content_namespace() {
     let srv = fixture_server().await;
     let f = fetch_one(&srv.url("/rss20.xml")).await;
     assert_eq!(f.status, FeedStatus::Ok);
-    assert_eq!(f.format.as_deref(), Some("rss"));
-    assert_eq!(f.title.as_deref(), Some("Example Engineering Blog"));
-    assert_eq!(f.site_url.as_deref(), Some("https://blog.example.com/"));
+    assert_eq!(f.meta.format.as_deref(), Some("rss"));
+    assert_eq!(f.meta.title.as_deref(), Some("Example Engineering Blog"));
     assert_eq!(
-        f.description.as_deref(),
+        f.meta.site_url.as_deref(),
+        Some("https://blog.example.com/")
+    );
+    assert_eq!(
+        f.meta.description.as_deref(),
         Some("Notes from the example team & friends")
     );
-    assert_eq!(f.updated.as_deref(), Some("2026-06-01T12:00:00Z"));
-    assert_eq!(f.language.as_deref(), Some("en-us"));
-    assert_eq!(f.icon.as_deref(), Some("https://blog.example.com/logo.png"));
+    assert_eq!(f.meta.updated.as_deref(), Some("2026-06-01T12:00:00Z"));
+    assert_eq!(f.meta.language.as_deref(), Some("en-us"));
+    assert_eq!(
+        f.meta.icon.as_deref(),
+        Some("https://blog.example.com/logo.png")
+    );
     assert_eq!(f.item_count, 3);
     assert_eq!(f.final_url.as_deref(), Some(srv.url("/rss20.xml").as_str()));
     assert_eq!(f.attempts, 1);
@@ -92,10 +98,10 @@ async fn rss_2_0_with_every_content_namespace() {
 async fn rss_0_90_rdf() {
     let srv = fixture_server().await;
     let f = fetch_one(&srv.url("/rss090.xml")).await;
-    assert_eq!(f.format.as_deref(), Some("rdf"));
-    assert_eq!(f.title.as_deref(), Some("Mozilla Dot Org"));
+    assert_eq!(f.meta.format.as_deref(), Some("rdf"));
+    assert_eq!(f.meta.title.as_deref(), Some("Mozilla Dot Org"));
     assert_eq!(
-        f.icon.as_deref(),
+        f.meta.icon.as_deref(),
         Some("http://www.mozilla.org/images/moz.gif")
     );
     assert_eq!(f.items.len(), 2);
@@ -110,8 +116,8 @@ async fn rss_0_90_rdf() {
 async fn rss_0_91_with_html_entities_from_its_dtd() {
     let srv = fixture_server().await;
     let f = fetch_one(&srv.url("/rss091.xml")).await;
-    assert_eq!(f.title.as_deref(), Some("WriteTheWeb"));
-    assert_eq!(f.language.as_deref(), Some("en-us"));
+    assert_eq!(f.meta.title.as_deref(), Some("WriteTheWeb"));
+    assert_eq!(f.meta.language.as_deref(), Some("en-us"));
     let a = &f.items[0];
     assert_eq!(
         a.title.as_deref(),
@@ -128,7 +134,7 @@ async fn rss_0_91_with_html_entities_from_its_dtd() {
 async fn rss_0_92_in_latin_1_with_an_item_that_has_only_a_description() {
     let srv = fixture_server().await;
     let f = fetch_one(&srv.url("/rss092.xml")).await;
-    assert_eq!(f.title.as_deref(), Some("Café Radio"));
+    assert_eq!(f.meta.title.as_deref(), Some("Café Radio"));
     let a = item(&f, "Épisode 1");
     assert_eq!(a.summary.as_deref(), Some("Première émission"));
     assert_eq!(a.categories, vec!["Music"]);
@@ -179,7 +185,7 @@ async fn rss_0_93_0_94_odd_and_missing_versions_and_the_userland_namespace() {
     for (path, title, item_title, url) in cases {
         let f = fetch_one(&srv.url(path)).await;
         assert_eq!(f.status, FeedStatus::Ok, "{path}");
-        assert_eq!(f.title.as_deref(), Some(title), "{path}");
+        assert_eq!(f.meta.title.as_deref(), Some(title), "{path}");
         assert_eq!(item(&f, item_title).url.as_deref(), url, "{path}");
     }
     let f = fetch_one(&srv.url("/rss093.xml")).await;
@@ -203,9 +209,9 @@ async fn rss_0_93_0_94_odd_and_missing_versions_and_the_userland_namespace() {
 async fn rss_1_0_with_dublin_core_and_content() {
     let srv = fixture_server().await;
     let f = fetch_one(&srv.url("/rss10.xml")).await;
-    assert_eq!(f.format.as_deref(), Some("rdf"));
-    assert_eq!(f.language.as_deref(), Some("en"));
-    assert_eq!(f.updated.as_deref(), Some("2026-04-01T09:00:00Z"));
+    assert_eq!(f.meta.format.as_deref(), Some("rdf"));
+    assert_eq!(f.meta.language.as_deref(), Some("en"));
+    assert_eq!(f.meta.updated.as_deref(), Some("2026-04-01T09:00:00Z"));
     let a = item(&f, "XML: A Disruptive Technology");
     assert_eq!(
         a.guid.as_deref(),
@@ -225,16 +231,19 @@ async fn rss_1_0_with_dublin_core_and_content() {
 async fn atom_1_0_with_every_text_type_and_link_relation() {
     let srv = fixture_server().await;
     let f = fetch_one(&srv.url("/atom10.xml")).await;
-    assert_eq!(f.format.as_deref(), Some("atom"));
-    assert_eq!(f.title.as_deref(), Some("Atom Example"));
+    assert_eq!(f.meta.format.as_deref(), Some("atom"));
+    assert_eq!(f.meta.title.as_deref(), Some("Atom Example"));
     assert_eq!(
-        f.site_url.as_deref(),
+        f.meta.site_url.as_deref(),
         Some("https://atom.example.org/blog/")
     );
-    assert_eq!(f.description.as_deref(), Some("All the Atom constructs"));
-    assert_eq!(f.language.as_deref(), Some("en-GB"));
     assert_eq!(
-        f.icon.as_deref(),
+        f.meta.description.as_deref(),
+        Some("All the Atom constructs")
+    );
+    assert_eq!(f.meta.language.as_deref(), Some("en-GB"));
+    assert_eq!(
+        f.meta.icon.as_deref(),
         Some("https://atom.example.org/favicon.ico")
     );
     let a = item(&f, "XHTML title");
@@ -271,13 +280,13 @@ async fn atom_1_0_with_every_text_type_and_link_relation() {
 async fn atom_0_3() {
     let srv = fixture_server().await;
     let f = fetch_one(&srv.url("/atom03.xml")).await;
-    assert_eq!(f.format.as_deref(), Some("atom"));
-    assert_eq!(f.title.as_deref(), Some("dive into mark"));
+    assert_eq!(f.meta.format.as_deref(), Some("atom"));
+    assert_eq!(f.meta.title.as_deref(), Some("dive into mark"));
     assert_eq!(
-        f.description.as_deref(),
+        f.meta.description.as_deref(),
         Some("A lot of effort went into making this effortless")
     );
-    assert_eq!(f.updated.as_deref(), Some("2003-12-13T18:30:02Z"));
+    assert_eq!(f.meta.updated.as_deref(), Some("2003-12-13T18:30:02Z"));
     assert_eq!(f.items.len(), 2);
     let a = item(&f, "Atom 0.3 snapshot");
     assert_eq!(a.published.as_deref(), Some("2003-12-13T12:29:29Z"));
@@ -295,10 +304,16 @@ async fn atom_0_3() {
 async fn json_feed_1_0_and_1_1() {
     let srv = fixture_server().await;
     let f = fetch_one(&srv.url("/jsonfeed10.json")).await;
-    assert_eq!(f.format.as_deref(), Some("json"));
-    assert_eq!(f.title.as_deref(), Some("JSON Feed 1.0"));
-    assert_eq!(f.site_url.as_deref(), Some("https://json.example.org/"));
-    assert_eq!(f.icon.as_deref(), Some("https://json.example.org/icon.png"));
+    assert_eq!(f.meta.format.as_deref(), Some("json"));
+    assert_eq!(f.meta.title.as_deref(), Some("JSON Feed 1.0"));
+    assert_eq!(
+        f.meta.site_url.as_deref(),
+        Some("https://json.example.org/")
+    );
+    assert_eq!(
+        f.meta.icon.as_deref(),
+        Some("https://json.example.org/icon.png")
+    );
     let a = item(&f, "First");
     assert_eq!(a.guid.as_deref(), Some("1"));
     assert_eq!(a.authors, vec!["Item Author"]);
@@ -321,7 +336,7 @@ async fn json_feed_1_0_and_1_1() {
     assert_eq!(b.authors, vec!["Feed Author"]);
 
     let f = fetch_one(&srv.url("/jsonfeed11.json")).await;
-    assert_eq!(f.language.as_deref(), Some("de-DE"));
+    assert_eq!(f.meta.language.as_deref(), Some("de-DE"));
     let a = &f.items[0];
     assert_eq!(a.authors, vec!["Host A", "Host B"]);
     assert_eq!(a.url.as_deref(), Some("https://json11.example.org/a"));
@@ -391,7 +406,7 @@ async fn a_charset_given_only_in_the_http_header_is_honoured() {
     )])
     .await;
     let f = fetch_one(&srv.url("/f")).await;
-    assert_eq!(f.title.as_deref(), Some("Café"));
+    assert_eq!(f.meta.title.as_deref(), Some("Café"));
     assert_eq!(f.items[0].title.as_deref(), Some("À la carte"));
 }
 

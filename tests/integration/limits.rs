@@ -173,6 +173,6 @@ async fn gzip_bodies_are_decoded() {
     )])
     .await;
     let f = fetch_one(&srv.url("/gz")).await;
-    assert_eq!(f.title.as_deref(), Some("Example Engineering Blog"));
+    assert_eq!(f.meta.title.as_deref(), Some("Example Engineering Blog"));
     assert!(srv.hits()[0].headers["accept-encoding"].contains("gzip"));
 }
