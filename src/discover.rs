@@ -25,16 +25,50 @@ fn format_of(mime: &str, title: Option<&str>) -> Option<&'static str> {
     }
 }
 
-/// Feeds advertised by `html`, resolved against `<base href>` or `page_url`, in page order,
-/// de-duplicated.
-pub fn find_feeds(html: &str, page_url: &Url) -> Vec<DiscoveredFeed> {
+/// The format a plain link's path suggests, for pages that advertise no feed: only paths
+/// that name a feed outright.
+fn format_of_path(url: &Url) -> Option<&'static str> {
+    let path = url.path().trim_end_matches('/').to_ascii_lowercase();
+    let last = path.rsplit('/').next().unwrap_or("");
+    match last {
+        "feed" | "rss" | "rss.xml" | "feed.xml" | "index.xml" | "feed.rss" | "rss2" => Some("rss"),
+        "atom" | "atom.xml" | "feed.atom" => Some("atom"),
+        "feed.json" => Some("json"),
+        _ if last.ends_with(".rss") => Some("rss"),
+        _ if last.ends_with(".atom") => Some("atom"),
+        _ => None,
+    }
+}
+
+/// Feeds advertised by `html` (`<link rel="alternate">` of a feed type), resolved against
+/// `<base href>` or `page_url`, in page order, de-duplicated. A page that advertises none
+/// gets the `<a href>` links whose path names a feed (`/feed`, `rss.xml`, `atom.xml`, …),
+/// flagged by the second value.
+pub fn find_feeds(html: &str, page_url: &Url) -> (Vec<DiscoveredFeed>, bool) {
     let mut base = page_url.clone();
     let mut saw_base = false;
     let mut out: Vec<DiscoveredFeed> = Vec::new();
+    let mut anchors: Vec<DiscoveredFeed> = Vec::new();
     for tok in Tokenizer::new(html) {
         let Token::Start { name, attrs, .. } = tok else {
             continue;
         };
+        if name == "a" {
+            if let Some((_, href)) = attributes(attrs).find(|(k, _)| k == "href")
+                && let Ok(url) = base.join(href.trim())
+                && matches!(url.scheme(), "http" | "https")
+                && let Some(format) = format_of_path(&url)
+                && !anchors.iter().any(|f| f.url == url.as_str())
+            {
+                anchors.push(DiscoveredFeed {
+                    url: url.into(),
+                    title: None,
+                    mime_type: None,
+                    format: Some(format.to_owned()),
+                });
+            }
+            continue;
+        }
         if name == "base" && !saw_base {
             if let Some((_, href)) = attributes(attrs).find(|(k, _)| k == "href")
                 && let Ok(b) = page_url.join(href.trim())
@@ -82,7 +116,10 @@ pub fn find_feeds(html: &str, page_url: &Url) -> Vec<DiscoveredFeed> {
             format: Some(format.to_owned()),
         });
     }
-    out
+    if out.is_empty() && !anchors.is_empty() {
+        return (anchors, true);
+    }
+    (out, false)
 }
 
 #[cfg(test)]
@@ -100,7 +137,8 @@ mod tests {
             <link rel="alternate" type="application/rss+xml" href="/feed.xml">
             <link rel="alternate" type="text/html" hreflang="fr" href="/fr/">
         </head><body></body></html>"#;
-        let feeds = find_feeds(page, &Url::parse("https://example.com/blog/").unwrap());
+        let (feeds, guessed) = find_feeds(page, &Url::parse("https://example.com/blog/").unwrap());
+        assert!(!guessed);
         let urls: Vec<_> = feeds
             .iter()
             .map(|f| (f.url.as_str(), f.format.as_deref()))
@@ -119,7 +157,19 @@ mod tests {
     #[test]
     fn base_href_is_honoured() {
         let page = r#"<head><base href="https://other.example/x/"><link rel="alternate" type="application/atom+xml" href="a.xml"></head>"#;
-        let feeds = find_feeds(page, &Url::parse("https://example.com/").unwrap());
+        let (feeds, _) = find_feeds(page, &Url::parse("https://example.com/").unwrap());
         assert_eq!(feeds[0].url, "https://other.example/x/a.xml");
+    }
+
+    #[test]
+    fn a_page_without_alternates_offers_links_that_name_a_feed() {
+        let page = r#"<body><a href="/about">About</a><a href="/feed/">Subscribe</a><a href="https://x.example/atom.xml">Atom</a><a href="/feedback">x</a></body>"#;
+        let (feeds, guessed) = find_feeds(page, &Url::parse("https://example.com/").unwrap());
+        assert!(guessed);
+        let urls: Vec<_> = feeds.iter().map(|f| f.url.as_str()).collect();
+        assert_eq!(
+            urls,
+            vec!["https://example.com/feed/", "https://x.example/atom.xml"]
+        );
     }
 }

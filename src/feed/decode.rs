@@ -40,19 +40,16 @@ pub(crate) fn to_utf8(bytes: Vec<u8>, content_type: Option<&str>) -> String {
         .and_then(|c| Encoding::for_label(c.as_bytes()));
     let declared = from_header.or_else(|| declared_encoding(&bytes));
     match declared {
-        Some(enc) if enc == UTF_8 => utf8_or_lossy(bytes),
+        Some(enc) if enc == UTF_8 => utf8_with_1252_fallback(bytes),
         Some(enc)
             if is_western_single_byte(enc)
                 && !bytes.is_ascii()
                 && std::str::from_utf8(&bytes).is_ok() =>
         {
-            utf8_or_lossy(bytes)
+            utf8_with_1252_fallback(bytes)
         }
         Some(enc) => decode_with(enc.output_encoding(), &bytes),
-        None => match String::from_utf8(bytes) {
-            Ok(s) => s,
-            Err(e) => decode_with(WINDOWS_1252, e.as_bytes()),
-        },
+        None => utf8_with_1252_fallback(bytes),
     }
 }
 
@@ -60,11 +57,32 @@ fn is_western_single_byte(enc: &'static Encoding) -> bool {
     enc == WINDOWS_1252 || enc.name() == "ISO-8859-15" || enc.name() == "ISO-8859-1"
 }
 
-fn utf8_or_lossy(bytes: Vec<u8>) -> String {
-    match String::from_utf8(bytes) {
-        Ok(s) => s,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+/// UTF-8, where every byte that is not part of valid UTF-8 is read as Windows-1252: the
+/// usual damage is a few pasted smart quotes in an otherwise UTF-8 feed, and this keeps
+/// both the UTF-8 text and the quotes.
+fn utf8_with_1252_fallback(bytes: Vec<u8>) -> String {
+    let bytes = match String::from_utf8(bytes) {
+        Ok(s) => return s,
+        Err(e) => e.into_bytes(),
+    };
+    let mut out = String::with_capacity(bytes.len() + 64);
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                out.push_str(s);
+                break;
+            }
+            Err(err) => {
+                let (good, bad) = rest.split_at(err.valid_up_to());
+                out.push_str(&String::from_utf8_lossy(good));
+                let n = err.error_len().unwrap_or(bad.len()).max(1);
+                out.push_str(&decode_with(WINDOWS_1252, &bad[..n]));
+                rest = &bad[n..];
+            }
+        }
     }
+    out
 }
 
 fn decode_with(enc: &'static Encoding, bytes: &[u8]) -> String {
@@ -109,5 +127,12 @@ mod tests {
     #[test]
     fn invalid_utf8_without_a_declaration_falls_back_to_windows_1252() {
         assert_eq!(to_utf8(b"<t>\xe9</t>".to_vec(), None), "<t>é</t>");
+    }
+
+    #[test]
+    fn stray_windows_1252_bytes_in_utf8_keep_both() {
+        let mixed =
+            b"<?xml version=\"1.0\" encoding=\"utf-8\"?><t>caf\xc3\xa9 \x93quoted\x94</t>".to_vec();
+        assert!(to_utf8(mixed, None).ends_with("<t>café \u{201c}quoted\u{201d}</t>"));
     }
 }

@@ -6,6 +6,8 @@ use crate::http::{ACCEPT_PAGES, GetRequest};
 use crate::inputs::{Source, classify};
 use crate::model::{DiscoverOutput, DiscoveredFeed, SCHEMA_VERSION, Warning};
 
+/// Warning code: the feeds were guessed from the page's plain links.
+pub const WARN_GUESSED: &str = "FEEDS_GUESSED_FROM_LINKS";
 /// Warning code: the page advertises no feed.
 pub const WARN_NO_FEEDS: &str = "NO_FEEDS_FOUND";
 
@@ -38,7 +40,7 @@ pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
     };
     let final_url = page_url.to_string();
     let feed_url = input.feed_url.clone();
-    let (is_feed, found) = blocking(move || -> (bool, Vec<DiscoveredFeed>) {
+    let (is_feed, found, guessed) = blocking(move || -> (bool, Vec<DiscoveredFeed>, bool) {
         let mime = content_type
             .as_deref()
             .map(|c| c.split(';').next().unwrap_or("").trim().to_owned());
@@ -50,13 +52,21 @@ pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
                 mime_type: mime,
                 format: Some(feed.format.to_owned()),
             };
-            return (true, vec![me]);
+            return (true, vec![me], false);
         }
         let text = crate::feed::decode_text(body, content_type.as_deref());
-        (false, crate::discover::find_feeds(&text, &page_url))
+        let (feeds, guessed) = crate::discover::find_feeds(&text, &page_url);
+        (false, feeds, guessed)
     })
     .await?;
     let mut warnings = Vec::new();
+    if guessed {
+        warnings.push(Warning {
+            feed_url: Some(feed_url.clone()),
+            code: WARN_GUESSED.to_owned(),
+            message: "the page advertises no feed with <link rel=\"alternate\">; these are links on it whose address names a feed".to_owned(),
+        });
+    }
     if found.is_empty() {
         warnings.push(Warning {
             feed_url: Some(feed_url.clone()),
