@@ -20,7 +20,7 @@ pub struct ShowOptions {
 }
 
 /// A body to search, and where it came from.
-struct Found {
+struct FeedBody {
     body: Vec<u8>,
     content_type: Option<String>,
     doc_url: Option<Url>,
@@ -30,7 +30,7 @@ struct Found {
 
 async fn search(
     feed_url: &str,
-    src: Found,
+    src: FeedBody,
     key: &str,
     render: RenderOptions,
 ) -> Result<Option<(Item, bool)>> {
@@ -67,7 +67,7 @@ pub async fn show_item(
             let body = tokio::fs::read(&path)
                 .await
                 .map_err(|e| Error::io("cannot read", &path, e))?;
-            let src = Found {
+            let src = FeedBody {
                 body,
                 content_type: None,
                 doc_url: None,
@@ -88,7 +88,7 @@ pub async fn show_item(
         }
     }
     if let Some(entry) = cached.as_ref().filter(|_| !opts.refresh) {
-        let src = Found {
+        let src = FeedBody {
             body: entry.body.clone(),
             content_type: entry.meta.content_type.clone(),
             doc_url: Url::parse(&entry.meta.final_url).ok(),
@@ -123,7 +123,7 @@ pub async fn show_item(
             status: 304,
             url: resp.final_url.to_string(),
         })?;
-        Found {
+        FeedBody {
             body: entry.body,
             content_type: entry.meta.content_type,
             doc_url: Url::parse(&entry.meta.final_url).ok(),
@@ -137,7 +137,7 @@ pub async fn show_item(
                 warn(super::WARN_CACHE_WRITE, w);
             }
         }
-        Found {
+        FeedBody {
             body: resp.body,
             content_type: resp.content_type,
             doc_url: Some(resp.final_url),
@@ -151,7 +151,7 @@ pub async fn show_item(
 async fn finish(
     feed_url: &str,
     key: &str,
-    src: Found,
+    src: FeedBody,
     opts: ShowOptions,
     warnings: Vec<Warning>,
 ) -> Result<ShowOutput> {
