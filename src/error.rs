@@ -364,14 +364,6 @@ impl Error {
             details: self.details(),
         }
     }
-
-    /// How long the caller should wait before trying again, for `RATE_LIMITED`.
-    pub fn retry_after(&self) -> Option<Duration> {
-        match self {
-            Error::RateLimited { wait, .. } => Some(*wait),
-            _ => None,
-        }
-    }
 }
 
 /// Process exit codes.

@@ -294,30 +294,6 @@ impl Gate {
     pub fn cooling_hosts(&self) -> usize {
         self.snapshot().iter().filter(|h| !h.wait.is_zero()).count()
     }
-
-    /// Restores learned state for `key` (from a previous process): the host may not be
-    /// sent to for `wait`, and stays warm for `warm_for`.
-    pub fn restore(
-        &self,
-        key: &HostKey,
-        wait: Duration,
-        warm_for: Duration,
-        depth: u32,
-        last_retry_after: Option<Duration>,
-    ) {
-        let slot = self.slot(key);
-        let mut s = slot.state();
-        let now = Instant::now();
-        if !wait.is_zero() {
-            s.push_next_allowed(now + wait.min(self.params.max_cooldown));
-        }
-        if !warm_for.is_zero() {
-            let until = now + warm_for.min(self.params.warm_window);
-            s.warm_until = Some(s.warm_until.map_or(until, |w| w.max(until)));
-            s.depth = s.depth.max(depth);
-            s.last_retry_after = last_retry_after.map(|d| d.min(self.params.max_cooldown));
-        }
-    }
 }
 
 struct WaitingGuard<'a>(&'a HostSlot);

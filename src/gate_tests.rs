@@ -343,14 +343,3 @@ async fn a_retry_whose_cooldown_passes_the_deadline_fails_at_once() {
     assert_eq!(t0.elapsed(), Duration::ZERO);
     assert_eq!(err.wait, secs(20));
 }
-
-#[tokio::test(start_paused = true)]
-async fn restored_state_delays_the_first_send() {
-    let gate = Gate::new(GateParams::default());
-    let a = key("http://a.test/");
-    gate.restore(&a, secs(5), secs(100), 3, None);
-    let (p, took) = timed_acquire(&gate, &a).await;
-    assert_eq!(took, secs(5));
-    p.record(Outcome::Refused { retry_after: None });
-    assert_eq!(p.depth(), 4);
-}
