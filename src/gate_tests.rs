@@ -343,3 +343,19 @@ async fn a_retry_whose_cooldown_passes_the_deadline_fails_at_once() {
     assert_eq!(t0.elapsed(), Duration::ZERO);
     assert_eq!(err.wait, secs(20));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_spent_budget_never_fails_a_host_with_nothing_to_wait_for() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    let spent = Instant::now();
+    tokio::time::advance(secs(90)).await;
+    let p = gate
+        .acquire(&a, spent)
+        .await
+        .expect("a willing host takes the send");
+    p.record(Outcome::Refused { retry_after: None });
+    drop(p);
+    let err = gate.acquire(&a, spent).await.unwrap_err();
+    assert_eq!(err.wait, secs(2));
+}

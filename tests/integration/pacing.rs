@@ -212,3 +212,19 @@ async fn a_host_that_never_throttles_is_never_paced() {
             .all(|f| f.gate_wait_ms < 500 && f.attempts == 1)
     );
 }
+
+#[tokio::test]
+async fn a_slow_willing_host_is_never_cut_off_by_the_wait_budget() {
+    let srv = TestServer::start(|_| Reply::xml(FEED).delay(Duration::from_millis(300))).await;
+    let mut c = config(None);
+    c.gate.max_gate_wait = Duration::from_secs(1);
+    let ctx = context(c);
+    let out = fetch(&ctx, &urls(&srv, 6), &no_cache()).await;
+    assert!(
+        out.feeds.iter().all(|f| f.status == FeedStatus::Ok),
+        "{:?}",
+        out.errors
+    );
+    assert_eq!(srv.count(), 6);
+    assert_eq!(srv.max_in_flight(), 1);
+}
