@@ -98,23 +98,33 @@ async fn happy_path() {
     let urls: Vec<String> = (0..100)
         .map(|i| hosts[i % 20].url(&format!("/h{i}")))
         .collect();
+    let all: Vec<&TestServer> = hosts.iter().collect();
     let mut best = [Duration::MAX; 2];
+    let mut one_run = None;
     for _ in 0..3 {
         for (k, env) in [vec![], vec![("RSS_HOST_CONCURRENCY", "64")]]
             .into_iter()
             .enumerate()
         {
             let u = urls.clone();
+            let before = seen(&all, 0);
             let (doc, wall) =
                 tokio::task::spawn_blocking(move || rss(&fetch_args(&u, &["--no-cache"]), &env))
                     .await
                     .unwrap();
             assert_eq!(count(&doc, "ok"), 100);
             best[k] = best[k].min(wall);
+            if k == 0 {
+                let after = seen(&all, 0);
+                one_run = Some(origin::Seen {
+                    requests: after.requests - before.requests,
+                    refusals: after.refusals - before.refusals,
+                    body_bytes: 0,
+                });
+            }
         }
     }
-    let all: Vec<&TestServer> = hosts.iter().collect();
-    let s = seen(&all, 0);
+    let s = one_run.expect("at least one run");
     let lb = Duration::from_millis(50 * 100 / 8);
     report("happy path (gate on)", 100, 100, &s, best[0], lb);
     println!(
