@@ -8,13 +8,13 @@ use url::Url;
 
 use super::{
     CacheMode, Context, FetchOptions, StoreHook, WARN_CACHE_CORRUPT, WARN_CACHE_WRITE,
-    WARN_SERVED_STALE, blocking, store_hook,
+    WARN_SERVED_STALE, blocking, load_cached, not_modified, store_hook, validators,
 };
-use crate::cache::{Entry, Lookup, Meta};
+use crate::cache::{Entry, Meta};
 use crate::error::{Error, ErrorCode};
 use crate::feed::{self, Built, date};
 use crate::gate::HostKey;
-use crate::http::{ACCEPT_FEEDS, GetRequest, Validators};
+use crate::http::{ACCEPT_FEEDS, GetRequest};
 use crate::inputs::{Input, Source};
 use crate::model::{
     FeedMeta, FeedResult, FeedStatus, FetchOutput, SCHEMA_VERSION, Truncation, Warning,
@@ -256,23 +256,6 @@ async fn from_entry(
     o
 }
 
-async fn load_cached(
-    ctx: &Context,
-    feed_url: &str,
-    opts: &FetchOptions,
-) -> (Option<Entry>, Option<String>) {
-    let Some(cache) = ctx.cache.clone().filter(|_| opts.cache != CacheMode::Off) else {
-        return (None, None);
-    };
-    let url = feed_url.to_owned();
-    match blocking(move || cache.load(&url)).await {
-        Ok(Lookup::Hit(e)) => (Some(*e), None),
-        Ok(Lookup::Miss) => (None, None),
-        Ok(Lookup::Corrupt(msg)) => (None, Some(format!("{msg}; fetching a fresh copy"))),
-        Err(e) => (None, Some(e.to_string())),
-    }
-}
-
 /// Whether an origin failure may be covered by a stale copy.
 fn stale_allowed(err: &Error) -> bool {
     match err {
@@ -296,7 +279,8 @@ async fn fetch_http(
     opts: &FetchOptions,
     deadline: Instant,
 ) -> Outcome {
-    let (cached, corrupt) = load_cached(ctx, feed_url, opts).await;
+    let cache = ctx.cache.as_ref().filter(|_| opts.cache != CacheMode::Off);
+    let (cached, corrupt) = load_cached(cache, feed_url).await;
     if let (CacheMode::MaxAge(max), Some(entry)) = (opts.cache, &cached)
         && entry.meta.age(Utc::now()).is_some_and(|age| age < max)
     {
@@ -307,10 +291,7 @@ async fn fetch_http(
         }
         return o;
     }
-    let validators = cached.as_ref().map(|e| Validators {
-        etag: e.meta.etag.clone(),
-        last_modified: e.meta.last_modified.clone(),
-    });
+    let validators = validators(cached.as_ref());
     let ex = ctx
         .client
         .get(GetRequest {
@@ -321,34 +302,11 @@ async fn fetch_http(
         })
         .await;
     let mut o = match ex.result {
-        Ok(resp) if resp.not_modified => match cached {
-            Some(entry) => {
-                let mut touched = None;
-                if let Some(cache) = ctx.cache.clone() {
-                    let meta = entry.meta.clone();
-                    let (etag, lm) = (resp.etag.clone(), resp.last_modified.clone());
-                    touched =
-                        blocking(move || cache.touch(&meta, etag.as_deref(), lm.as_deref()).ok())
-                            .await
-                            .ok()
-                            .flatten();
-                }
-                let entry = Entry {
-                    meta: touched.unwrap_or(entry.meta),
-                    body: entry.body,
-                };
-                from_entry(feed_url, entry, FeedStatus::NotModified, opts).await
-            }
-            None => Outcome::failed(
-                feed_url,
-                &Error::HttpStatus {
-                    status: 304,
-                    url: resp.final_url.to_string(),
-                },
-            ),
+        Ok(resp) if resp.not_modified => match not_modified(ctx, cached, &resp).await {
+            Ok(entry) => from_entry(feed_url, entry, FeedStatus::NotModified, opts).await,
+            Err(e) => Outcome::failed(feed_url, &e),
         },
         Ok(resp) => {
-            let cache = ctx.cache.as_ref().filter(|_| opts.cache != CacheMode::Off);
             let store = store_hook(cache, feed_url, &resp);
             let final_url = resp.final_url.to_string();
             let mut o = from_body(

@@ -8,11 +8,11 @@ mod show;
 
 use std::time::Duration;
 
-use crate::cache::Cache;
+use crate::cache::{Cache, Entry, Lookup};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::feed::{RenderOptions, Selection};
-use crate::http::Client;
+use crate::http::{Client, Response, Validators};
 use crate::model::{CacheListOutput, SCHEMA_VERSION, Warning};
 
 pub use discover::discover;
@@ -137,6 +137,51 @@ fn require_cache(ctx: &Context) -> Result<&Cache> {
                 .clone()
                 .unwrap_or_else(|| "the cache is not available".to_owned()),
         )
+    })
+}
+
+/// Looks `feed_url` up in `cache`, off the async threads; a damaged entry is a miss plus a
+/// warning message.
+async fn load_cached(cache: Option<&Cache>, feed_url: &str) -> (Option<Entry>, Option<String>) {
+    let Some(cache) = cache.cloned() else {
+        return (None, None);
+    };
+    let url = feed_url.to_owned();
+    match blocking(move || cache.load(&url)).await {
+        Ok(Lookup::Hit(e)) => (Some(*e), None),
+        Ok(Lookup::Miss) => (None, None),
+        Ok(Lookup::Corrupt(msg)) => (None, Some(format!("{msg}; fetching a fresh copy"))),
+        Err(e) => (None, Some(e.to_string())),
+    }
+}
+
+/// The conditional-request validators of a cached copy.
+fn validators(cached: Option<&Entry>) -> Option<Validators> {
+    cached.map(|e| Validators {
+        etag: e.meta.etag.clone(),
+        last_modified: e.meta.last_modified.clone(),
+    })
+}
+
+/// The cached copy a `304` confirmed, recorded as fresh as of now (with any new
+/// validators). A `304` without a copy is an error.
+async fn not_modified(ctx: &Context, cached: Option<Entry>, resp: &Response) -> Result<Entry> {
+    let entry = cached.ok_or_else(|| Error::HttpStatus {
+        status: 304,
+        url: resp.final_url.to_string(),
+    })?;
+    let Some(cache) = ctx.cache.clone() else {
+        return Ok(entry);
+    };
+    let meta = entry.meta.clone();
+    let (etag, lm) = (resp.etag.clone(), resp.last_modified.clone());
+    let touched = blocking(move || cache.touch(&meta, etag.as_deref(), lm.as_deref()).ok())
+        .await
+        .ok()
+        .flatten();
+    Ok(Entry {
+        meta: touched.unwrap_or(entry.meta),
+        body: entry.body,
     })
 }
 

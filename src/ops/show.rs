@@ -3,10 +3,9 @@
 use url::Url;
 
 use super::{Context, WARN_CACHE_CORRUPT, blocking};
-use crate::cache::{Entry, Lookup};
 use crate::error::{Error, Result};
 use crate::feed::{self, RenderOptions, WARN_CONTENT_FALLBACK};
-use crate::http::{ACCEPT_FEEDS, GetRequest, Validators};
+use crate::http::{ACCEPT_FEEDS, GetRequest};
 use crate::inputs::{Source, classify};
 use crate::model::{Item, SCHEMA_VERSION, ShowOutput, Warning};
 
@@ -78,14 +77,9 @@ pub async fn show_item(
         }
         Source::Http(url) => url,
     };
-    let mut cached: Option<Entry> = None;
-    if let Some(cache) = ctx.cache.clone() {
-        let u = feed_url.clone();
-        match blocking(move || cache.load(&u)).await? {
-            Lookup::Hit(e) => cached = Some(*e),
-            Lookup::Miss => {}
-            Lookup::Corrupt(m) => warn(WARN_CACHE_CORRUPT, m),
-        }
+    let (cached, corrupt) = super::load_cached(ctx.cache.as_ref(), &feed_url).await;
+    if let Some(m) = corrupt {
+        warn(WARN_CACHE_CORRUPT, m);
     }
     if let Some(entry) = cached.as_ref().filter(|_| !opts.refresh) {
         let src = FeedBody {
@@ -109,20 +103,14 @@ pub async fn show_item(
         .client
         .get(GetRequest {
             url,
-            validators: cached.as_ref().map(|e| Validators {
-                etag: e.meta.etag.clone(),
-                last_modified: e.meta.last_modified.clone(),
-            }),
+            validators: super::validators(cached.as_ref()),
             deadline: ctx.client.deadline(),
             accept: ACCEPT_FEEDS,
         })
         .await;
     let resp = ex.result?;
     let src = if resp.not_modified {
-        let entry = cached.ok_or_else(|| Error::HttpStatus {
-            status: 304,
-            url: resp.final_url.to_string(),
-        })?;
+        let entry = super::not_modified(ctx, cached, &resp).await?;
         FeedBody {
             body: entry.body,
             content_type: entry.meta.content_type,
