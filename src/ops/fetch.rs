@@ -142,13 +142,7 @@ async fn fetch_one(ctx: &Context, input: Input, opts: &FetchOptions, deadline: I
     match input.source {
         Source::Invalid(err) => Outcome::failed(&feed_url, &err),
         Source::File(path) => match read_file(path, ctx.config.max_body_bytes).await {
-            Ok(body) => {
-                let mut o = from_body(&feed_url, body, None, None, opts, None).await;
-                if o.feed.status == FeedStatus::Ok {
-                    o.feed.final_url = None;
-                }
-                o
-            }
+            Ok(body) => from_body(&feed_url, body, None, None, opts, None).await,
             Err(e) => Outcome::failed(&feed_url, &e),
         },
         Source::Http(url) => fetch_http(ctx, &feed_url, url, opts, deadline).await,
@@ -280,16 +274,12 @@ async fn fetch_http(
     deadline: Instant,
 ) -> Outcome {
     let cache = ctx.cache.as_ref().filter(|_| opts.cache != CacheMode::Off);
-    let (cached, corrupt) = load_cached(cache, feed_url).await;
-    if let (CacheMode::MaxAge(max), Some(entry)) = (opts.cache, &cached)
-        && entry.meta.age(Utc::now()).is_some_and(|age| age < max)
+    let (mut cached, corrupt) = load_cached(cache, feed_url).await;
+    // A fresh copy never reaches the gate. (A damaged entry is no copy, so nothing to warn.)
+    if let CacheMode::MaxAge(max) = opts.cache
+        && let Some(entry) = cached.take_if(|e| e.meta.age(Utc::now()).is_some_and(|age| age < max))
     {
-        let entry = entry.clone();
-        let mut o = from_entry(feed_url, entry, FeedStatus::Ok, opts).await;
-        if let Some(msg) = corrupt {
-            o.warn(WARN_CACHE_CORRUPT, msg);
-        }
-        return o;
+        return from_entry(feed_url, entry, FeedStatus::Ok, opts).await;
     }
     let validators = validators(cached.as_ref());
     let ex = ctx
