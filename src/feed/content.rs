@@ -78,8 +78,8 @@ fn render_body(
     }
 }
 
-/// Cuts `s` to `max` characters, on a char boundary.
-fn truncate_chars(s: &mut String, max: usize) -> bool {
+/// Cuts `s` to `max` characters, on a char boundary; whether anything was cut.
+pub fn truncate_chars(s: &mut String, max: usize) -> bool {
     match s.char_indices().nth(max) {
         Some((at, _)) => {
             s.truncate(at);

@@ -22,7 +22,7 @@ use url::Url;
 use crate::error::{Error, Result};
 use crate::model::{Enclosure, FeedMeta, Item, Truncation};
 
-pub use content::{ContentFormat, RenderOptions, estimate_tokens};
+pub use content::{ContentFormat, RenderOptions, estimate_tokens, truncate_chars};
 pub use ids::item_id;
 pub use select::{Selection, parse_since};
 

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::feed::estimate_tokens;
+use crate::feed::{estimate_tokens, truncate_chars};
 use crate::model::FetchOutput;
 
 /// Estimated tokens of `value` as sent: ceil(chars / 4) of its JSON.
@@ -21,28 +21,18 @@ fn with_limit(out: &FetchOutput, limit: usize) -> FetchOutput {
     o
 }
 
-fn cut(s: &mut String, chars: usize) -> bool {
-    match s.char_indices().nth(chars) {
-        Some((at, _)) => {
-            s.truncate(at);
-            true
-        }
-        None => false,
-    }
-}
-
 /// A copy of `out` with every content and summary cut to `chars` characters.
 fn with_content_chars(out: &FetchOutput, chars: usize) -> FetchOutput {
     let mut o = out.clone();
     for f in &mut o.feeds {
         for it in &mut f.items {
             if let Some(c) = &mut it.content
-                && cut(c, chars)
+                && truncate_chars(c, chars)
             {
                 it.content_truncated = true;
             }
             if let Some(s) = &mut it.summary {
-                cut(s, chars);
+                truncate_chars(s, chars);
             }
         }
     }
