@@ -302,13 +302,7 @@ async fn run(cli: Cli, config: Config) -> Result<u8> {
             emit(|w| output::write_json(w, &out, pretty))
         }
         Command::Schema { command } => {
-            let kind = SchemaKind::parse(&command).ok_or_else(|| {
-                let names: Vec<&str> = SchemaKind::ALL.iter().map(|(n, _)| *n).collect();
-                Error::usage(format!(
-                    "--command {command:?} is not one of {}",
-                    names.join(", ")
-                ))
-            })?;
+            let kind = SchemaKind::parse(&command)?;
             emit(|w| output::write_json(w, &output::schema(kind), true))
         }
         Command::Cache { action } => {

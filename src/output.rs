@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::error::Error;
 use crate::model::{
     CacheListOutput, DiscoverOutput, FeedStatus, FetchOutput, NdjsonItem, NdjsonRecord,
     NdjsonSummary, ShowOutput,
@@ -202,9 +203,19 @@ impl SchemaKind {
         ("cache-list", SchemaKind::CacheList),
     ];
 
-    /// Parses a command-line name.
-    pub fn parse(s: &str) -> Option<SchemaKind> {
-        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, k)| *k)
+    /// Parses a command name; a usage error naming the valid ones otherwise.
+    pub fn parse(s: &str) -> Result<SchemaKind, Error> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|(_, k)| *k)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|(n, _)| *n).collect();
+                Error::usage(format!(
+                    "schema command {s:?} is not one of {}",
+                    names.join(", ")
+                ))
+            })
     }
 }
 

@@ -254,14 +254,7 @@ impl Server {
 
     fn get_schema(&self, args: Value) -> Result<CallToolResult> {
         let a: GetSchemaArgs = parse_args(args)?;
-        let kind = SchemaKind::parse(&a.command).ok_or_else(|| {
-            let names: Vec<&str> = SchemaKind::ALL.iter().map(|(n, _)| *n).collect();
-            Error::usage(format!(
-                "`command` {:?} is not one of {}",
-                a.command,
-                names.join(", ")
-            ))
-        })?;
+        let kind = SchemaKind::parse(&a.command)?;
         Ok(success(
             format!("JSON Schema of the {} output.", a.command),
             crate::output::schema(kind),
