@@ -8,7 +8,8 @@ use super::{Body, RawItem, date, ids};
 use crate::model::{IdSource, Item};
 
 /// How item bodies are returned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum ContentFormat {
     /// Markdown (links and images absolute).
     #[default]
@@ -17,7 +18,7 @@ pub enum ContentFormat {
     Text,
     /// Sanitized HTML (no scripts, styles or event handlers).
     Html,
-    /// No body at all.
+    /// No body at all (titles, links, dates, summaries only): the cheapest listing.
     None,
 }
 
@@ -29,17 +30,6 @@ impl ContentFormat {
             ContentFormat::Text => "text",
             ContentFormat::Html => "html",
             ContentFormat::None => "none",
-        }
-    }
-
-    /// Parses a wire name.
-    pub fn parse(s: &str) -> Option<ContentFormat> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "markdown" | "md" => Some(ContentFormat::Markdown),
-            "text" | "plain" => Some(ContentFormat::Text),
-            "html" => Some(ContentFormat::Html),
-            "none" => Some(ContentFormat::None),
-            _ => None,
         }
     }
 }

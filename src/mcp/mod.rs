@@ -16,14 +16,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::feed::{ContentFormat, RenderOptions, Selection, estimate_tokens, parse_since};
+use crate::feed::{RenderOptions, Selection, estimate_tokens, parse_since};
 use crate::inputs;
 use crate::model::{FeedStatus, FetchOutput};
 use crate::ops::{self, CacheMode, Context, FetchOptions, ShowOptions};
 use crate::output::SchemaKind;
-use tools::{
-    CachePolicyArg, ContentFormatArg, DiscoverArgs, FetchFeedArgs, GetItemArgs, GetSchemaArgs,
-};
+use tools::{CachePolicyArg, DiscoverArgs, FetchFeedArgs, GetItemArgs, GetSchemaArgs};
 
 /// The MCP server state shared by all calls.
 #[derive(Clone)]
@@ -74,15 +72,6 @@ fn success(summary: String, structured: Value) -> CallToolResult {
 
 fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
     serde_json::from_value(args).map_err(|e| Error::usage(format!("invalid arguments: {e}")))
-}
-
-fn content_format(arg: Option<ContentFormatArg>) -> ContentFormat {
-    match arg {
-        None | Some(ContentFormatArg::Markdown) => ContentFormat::Markdown,
-        Some(ContentFormatArg::Text) => ContentFormat::Text,
-        Some(ContentFormatArg::Html) => ContentFormat::Html,
-        Some(ContentFormatArg::None) => ContentFormat::None,
-    }
 }
 
 fn to_usize(n: Option<u64>) -> Option<usize> {
@@ -145,7 +134,7 @@ impl Server {
                 limit: to_usize(Some(a.limit.unwrap_or(tools::DEFAULT_LIMIT))),
             },
             render: RenderOptions {
-                format: content_format(a.content_format),
+                format: a.content_format.unwrap_or_default(),
                 max_content_chars: to_usize(a.max_content_chars),
             },
             cache: match (policy, a.max_age_seconds) {
@@ -236,7 +225,7 @@ impl Server {
         let opts = ShowOptions {
             refresh: a.refresh.unwrap_or(false),
             render: RenderOptions {
-                format: content_format(a.content_format),
+                format: a.content_format.unwrap_or_default(),
                 max_content_chars: to_usize(a.max_content_chars),
             },
         };

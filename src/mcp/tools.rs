@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::error::ErrorCode;
+use crate::feed::ContentFormat;
 use crate::output::{SchemaKind, schema};
 
 /// Most URLs one `fetch_feed` call takes.
@@ -43,20 +44,6 @@ fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
     }
 }
 
-/// How item bodies are returned.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ContentFormatArg {
-    /// Markdown with absolute links (default).
-    Markdown,
-    /// Plain text.
-    Text,
-    /// Sanitized HTML.
-    Html,
-    /// No bodies (titles, links, dates, summaries only): the cheapest listing.
-    None,
-}
-
 /// How the local cache is used.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -81,7 +68,7 @@ pub struct FetchFeedArgs {
     pub urls: Option<Vec<String>>,
     /// How item bodies are returned: markdown (default), text, html or none.
     #[serde(default)]
-    pub content_format: Option<ContentFormatArg>,
+    pub content_format: Option<ContentFormat>,
     /// Newest items per feed to return (default 25).
     #[serde(default, deserialize_with = "lenient_u64")]
     #[schemars(with = "Option<u64>")]
@@ -127,7 +114,7 @@ pub struct GetItemArgs {
     pub max_content_chars: Option<u64>,
     /// How the body is returned: markdown (default), text, html or none.
     #[serde(default)]
-    pub content_format: Option<ContentFormatArg>,
+    pub content_format: Option<ContentFormat>,
     /// Fetch the feed live instead of looking in the cache first.
     #[serde(default)]
     pub refresh: Option<bool>,
