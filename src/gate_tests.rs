@@ -283,7 +283,10 @@ async fn a_cancelled_acquire_releases_its_place_and_permit() {
     {
         let mut queued = Box::pin(gate.acquire(&a, far()));
         assert!(futures::poll!(queued.as_mut()).is_pending());
+        assert_eq!(gate.slot(&a).state().waiting, 1);
     }
+    // The dropped caller no longer counts as queued (it would inflate every estimate).
+    assert_eq!(gate.slot(&a).state().waiting, 0);
     // A holder whose task is aborted frees the host too.
     drop(first);
     let g = gate.clone();

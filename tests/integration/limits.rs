@@ -52,7 +52,7 @@ async fn a_body_over_the_cap_stops_reading_and_drops_the_connection() {
 }
 
 #[tokio::test]
-async fn a_declared_length_over_the_cap_is_refused_without_reading() {
+async fn a_declared_length_over_the_cap_is_response_too_large() {
     let srv = TestServer::with_routes(vec![("/big", Reply::xml(vec![b' '; 300_000]))]).await;
     let ctx = context(limited(100_000, 30.0));
     let out = fetch(&ctx, &[srv.url("/big")], &no_cache()).await;
