@@ -29,12 +29,12 @@ pub struct Job<T> {
 }
 
 /// Runs every job with `run`, `per_host` at a time per host, and returns the results in
-/// job order. `on_done` is called as each job finishes.
+/// job order. `on_done(done, total)` is called as each job finishes.
 pub async fn run_batch<T, R, F, Fut>(
     jobs: Vec<Job<T>>,
     per_host: usize,
     run: F,
-    on_done: impl Fn(usize, &R),
+    on_done: impl Fn(usize, usize),
 ) -> Vec<R>
 where
     F: Fn(T) -> Fut,
@@ -50,7 +50,8 @@ where
         });
         queues[slot].1.push_back(job);
     }
-    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..total).map(|_| None).collect());
+    let results: Mutex<(Vec<Option<R>>, usize)> =
+        Mutex::new(((0..total).map(|_| None).collect(), 0));
     let queues: Vec<HostQueue<T>> = queues
         .into_iter()
         .map(|(h, q)| (h, q.len(), Mutex::new(q)))
@@ -70,8 +71,13 @@ where
                     let next = lock(queue).pop_front();
                     let Some(job) = next else { break };
                     let result = run(job.payload).await;
-                    on_done(job.index, &result);
-                    lock(&results)[job.index] = Some(result);
+                    let done = {
+                        let mut r = lock(&results);
+                        r.0[job.index] = Some(result);
+                        r.1 += 1;
+                        r.1
+                    };
+                    on_done(done, total);
                 }
             });
         }
@@ -80,6 +86,7 @@ where
     results
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
+        .0
         .into_iter()
         .map(|r| r.expect("every job runs exactly once"))
         .collect()
@@ -125,7 +132,7 @@ mod tests {
                 tokio::time::sleep(Duration::from_secs(secs)).await;
                 (i, Instant::now())
             },
-            |i, _| finished.lock().unwrap().push(i),
+            |done, total| finished.lock().unwrap().push((done, total)),
         )
         .await;
         let order: Vec<usize> = out.iter().map(|(i, _)| *i).collect();
@@ -135,6 +142,7 @@ mod tests {
             assert_eq!(*at - t0, Duration::from_secs(1), "job {i}");
         }
         assert_eq!(out[3].1 - t0, Duration::from_secs(40));
-        assert_eq!(&finished.lock().unwrap()[..4], &[4, 5, 6, 7]);
+        let expected: Vec<(usize, usize)> = (1..=8).map(|d| (d, 8)).collect();
+        assert_eq!(*finished.lock().unwrap(), expected);
     }
 }

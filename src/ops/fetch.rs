@@ -76,7 +76,6 @@ pub async fn fetch_feeds(
 ) -> FetchOutput {
     let fetched_at = date::format(&Utc::now());
     let deadline = ctx.client.deadline();
-    let total = inputs.len();
     let jobs: Vec<Job<Input>> = inputs
         .into_iter()
         .enumerate()
@@ -89,15 +88,11 @@ pub async fn fetch_feeds(
             payload: input,
         })
         .collect();
-    let done = std::sync::atomic::AtomicUsize::new(0);
     let outcomes = run_batch(
         jobs,
         ctx.config.gate.host_concurrency,
         |input| fetch_one(ctx, input, opts, deadline),
-        |_, _| {
-            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            on_progress(n, total);
-        },
+        on_progress,
     )
     .await;
     assemble(ctx, fetched_at, outcomes, opts)
