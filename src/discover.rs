@@ -2,7 +2,7 @@
 
 use url::Url;
 
-use crate::feed::html::{Token, Tokenizer, attributes};
+use crate::html::{Token, Tokenizer, attributes};
 use crate::model::DiscoveredFeed;
 
 /// The feed format a `type` advertises, if it is a feed type.

@@ -10,6 +10,8 @@
 //! - `cache`    — the atomic file cache, its listing and clearing
 //! - `feed`     — parsing, stable ids, content rendering, since/limit/sort
 //! - `discover` — feed autodiscovery from an HTML page
+//! - `html`     — the forgiving HTML tokenizer shared by rendering and discovery
+//! - `urls`     — URL resolution and the schemes rendered content may link to
 //! - `inputs`   — arguments, stdin, `--input`, `--opml`: merged, classified, de-duplicated
 //! - `ops`      — the operations both front ends call (fetch, discover, show, cache)
 //! - `output`   — json / ndjson / text rendering, schema emission
@@ -25,6 +27,7 @@ pub mod discover;
 pub mod error;
 pub mod feed;
 pub mod gate;
+pub(crate) mod html;
 pub mod http;
 pub mod inputs;
 pub mod mcp;
@@ -32,6 +35,7 @@ pub mod model;
 pub mod ops;
 pub mod output;
 pub mod schedule;
+pub(crate) mod urls;
 
 pub use config::Config;
 pub use error::{Error, ErrorCode, Result};

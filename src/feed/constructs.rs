@@ -3,17 +3,14 @@
 use base64::Engine;
 use url::Url;
 
-use super::render::{absolutize, to_plain};
+use super::render::to_plain;
 use super::text::{collapse_ws, non_empty};
 use super::xml::{Element, Ns};
 use super::{Body, date};
 use crate::model::Enclosure;
+use crate::urls::resolve;
 
 pub(super) const RSSISH: [Ns; 2] = [Ns::None, Ns::Rss];
-
-pub(super) fn resolve(base: Option<&Url>, s: &str) -> Option<String> {
-    absolutize(s, base)
-}
 
 pub(super) fn is_atomish(e: &Element, atom_mode: bool) -> bool {
     e.ns == Ns::Atom || (atom_mode && e.ns == Ns::None)
@@ -139,7 +136,7 @@ pub(super) fn enclosure(
     base: Option<&Url>,
 ) -> Option<Enclosure> {
     Some(Enclosure {
-        url: resolve(base, url?)?,
+        url: resolve(url?, base)?,
         mime_type: ty.and_then(non_empty),
         length: len
             .and_then(|l| l.trim().parse::<u64>().ok())

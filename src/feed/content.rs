@@ -2,7 +2,9 @@
 
 use rayon::prelude::*;
 
-use super::render::{Unconvertible, sanitize_html, to_markdown, to_plain, to_text};
+use super::render::{
+    Unconvertible, sanitize_html, text_to_markdown, to_markdown, to_plain, to_text,
+};
 use super::text::{collapse_ws, escape_html};
 use super::{Body, RawItem, date, ids};
 use crate::model::{IdSource, Item};
@@ -64,7 +66,8 @@ fn render_body(
             escape_html(t, &mut out);
             Ok(out)
         }
-        (Body::Text(t), _) => Ok(t.trim().to_owned()),
+        (Body::Text(t), ContentFormat::Markdown) => Ok(text_to_markdown(t)),
+        (Body::Text(t), ContentFormat::Text) => Ok(t.trim().to_owned()),
     }
 }
 
@@ -92,9 +95,15 @@ fn render_one(raw: RawItem, id: String, id_source: IdSource, opts: &RenderOption
             Ok(s) => s,
             Err(_) => {
                 fell_back = true;
-                match body {
+                let plain = match body {
                     Body::Html(h) => to_plain(h),
                     Body::Text(t) => collapse_ws(t),
+                };
+                // The fallback is still what the caller asked for: markdown with no markup.
+                if opts.format == ContentFormat::Markdown {
+                    text_to_markdown(&plain)
+                } else {
+                    plain
                 }
             }
         };

@@ -4,7 +4,7 @@ use url::Url;
 
 use super::constructs::{
     Dates, RSSISH, enclosure, first_date, is_atomish, person, person_name, plain, push_enclosure,
-    push_unique, resolve, set_once, text_construct,
+    push_unique, set_once, text_construct,
 };
 use super::text::{collapse_ws, non_empty};
 use super::xml::{self, Element, Ns};
@@ -13,6 +13,7 @@ use super::{
     items_capped_message,
 };
 use crate::error::{Error, Result};
+use crate::urls::resolve;
 
 /// Parses an XML feed.
 pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
@@ -160,7 +161,7 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
                         .unwrap_or("alternate")
                         .trim()
                         .to_ascii_lowercase();
-                    let href = resolve(c.base.as_deref(), href);
+                    let href = resolve(href, c.base.as_deref());
                     match rel.as_str() {
                         "alternate" => {
                             let html = c.attr("type").is_none_or(|t| t.contains("html"));
@@ -184,7 +185,7 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
                         _ => {}
                     }
                 } else if rss_link.is_none() {
-                    rss_link = resolve(c.base.as_deref(), &c.text());
+                    rss_link = resolve(&c.text(), c.base.as_deref());
                 }
             }
             (_, "guid") if rssish => {
@@ -341,10 +342,10 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
                         .trim()
                         .to_ascii_lowercase();
                     if rel == "alternate" && feed.site_url.is_none() {
-                        feed.site_url = resolve(c.base.as_deref(), href);
+                        feed.site_url = resolve(href, c.base.as_deref());
                     }
                 } else if feed.site_url.is_none() {
-                    feed.site_url = resolve(c.base.as_deref(), &c.text());
+                    feed.site_url = resolve(&c.text(), c.base.as_deref());
                 }
             }
             (_, "description") if rssish => {
@@ -362,8 +363,8 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
             (Ns::Dc, "date") | (Ns::Dcterms, "modified") => set_once(&mut updated[2], c.text()),
             (_, "language") if rssish => feed.language = non_empty(c.text()),
             (Ns::Dc, "language") if feed.language.is_none() => feed.language = non_empty(c.text()),
-            (_, "icon") if atomish => feed.icon = resolve(base, &c.text()),
-            (_, "logo") if atomish => logo = resolve(base, &c.text()),
+            (_, "icon") if atomish => feed.icon = resolve(&c.text(), base),
+            (_, "logo") if atomish => logo = resolve(&c.text(), base),
             (_, "image") if rssish => {
                 let url = c
                     .elements()
@@ -371,10 +372,10 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
                     .map(|u| u.text())
                     .or_else(|| c.attr_ns(Ns::Rdf, "resource").map(str::to_owned));
                 if image_url.is_none() {
-                    image_url = url.and_then(|u| resolve(base, &u));
+                    image_url = url.and_then(|u| resolve(&u, base));
                 }
             }
-            (Ns::Itunes, "image") => itunes_image = c.attr("href").and_then(|h| resolve(base, h)),
+            (Ns::Itunes, "image") => itunes_image = c.attr("href").and_then(|h| resolve(h, base)),
             _ => {}
         }
     }

@@ -3,7 +3,6 @@
 use serde_json::{Map, Value};
 use url::Url;
 
-use super::render::absolutize;
 use super::text::{collapse_ws, non_empty};
 use super::{
     Body, MAX_ITEMS, RawFeed, RawItem, WARN_ELEMENT_SKIPPED, WARN_ITEMS_CAPPED, date,
@@ -21,7 +20,7 @@ fn str_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
 }
 
 fn url_field(obj: &Map<String, Value>, key: &str, base: Option<&Url>) -> Option<String> {
-    absolutize(&str_field(obj, key)?, base)
+    crate::urls::resolve(&str_field(obj, key)?, base)
 }
 
 fn author_names(obj: &Map<String, Value>) -> Vec<String> {

@@ -8,7 +8,6 @@ mod content;
 pub(crate) mod date;
 mod decode;
 mod extract;
-pub(crate) mod html;
 mod ids;
 mod json;
 pub(crate) mod render;

@@ -188,7 +188,7 @@ fn write_node(node: &Node, out: &mut String) {
                 super::text::escape_html(&a.value, out);
                 out.push('"');
             }
-            if e.children.is_empty() && super::render::is_void(&e.name.to_ascii_lowercase()) {
+            if e.children.is_empty() && crate::html::is_void(&e.name.to_ascii_lowercase()) {
                 out.push_str(" />");
                 return;
             }

@@ -519,7 +519,10 @@ async fn since_and_content_options_apply() {
     let out = fetch(&ctx, &[srv.url("/rss20.xml")], &html).await;
     let c = out.feeds[0].items[0].content.clone().unwrap();
     assert!(
-        c.contains(&format!("<a href=\"{}\">", srv.url("/docs/parser"))),
+        c.contains(&format!(
+            "<a href=\"{}\" rel=\"noopener noreferrer nofollow\">",
+            srv.url("/docs/parser")
+        )),
         "{c}"
     );
     assert!(!c.contains("script") && !c.contains("alert"), "{c}");

@@ -1,18 +1,20 @@
 //! HTML bodies rendered as markdown, plain text, one-line text, or sanitized HTML.
 //!
-//! One pass over [`Tokenizer`] tokens; links and images are made absolute against the
-//! item's base. Script and style bodies never reach any output.
+//! Markdown and text come from one pass over [`Tokenizer`] tokens; links and images are
+//! made absolute against the item's base. Sanitized HTML comes from ammonia. Script and
+//! style bodies never reach any output.
 
+mod escape;
 mod sanitize;
+mod table;
 mod tags;
 mod writer;
 
-use std::borrow::Cow;
-
 use url::Url;
 
-use super::html::{Token, Tokenizer};
 use super::text::unescape_html;
+use crate::html::{Token, Tokenizer};
+pub(crate) use escape::text_to_markdown;
 pub(crate) use sanitize::sanitize_html;
 use writer::Writer;
 
@@ -29,12 +31,13 @@ pub(super) enum Style {
 /// Deepest list/quote nesting rendered before giving up.
 pub(super) const MAX_NESTING: usize = 64;
 
-/// Renders `html` as CommonMark-flavoured markdown.
+/// Renders `html` as CommonMark (with GFM tables and strikethrough) that holds no raw HTML.
 pub(crate) fn to_markdown(html: &str, base: Option<&Url>) -> Result<String, Unconvertible> {
     Writer::new(Style::Markdown, base, html.len()).run(html)
 }
 
-/// Renders `html` as readable plain text (paragraphs, list bullets, no markup).
+/// Renders `html` as readable plain text (paragraphs, list bullets, image alt text in
+/// brackets, tables in columns, no markup).
 pub(crate) fn to_text(html: &str, base: Option<&Url>) -> Result<String, Unconvertible> {
     Writer::new(Style::Text, base, html.len()).run(html)
 }
@@ -92,28 +95,7 @@ pub(super) fn is_skipped(name: &str) -> bool {
     )
 }
 
-/// Elements that may not carry an end tag.
-pub(crate) fn is_void(name: &str) -> bool {
-    matches!(
-        name,
-        "br" | "hr"
-            | "img"
-            | "input"
-            | "meta"
-            | "link"
-            | "source"
-            | "wbr"
-            | "col"
-            | "embed"
-            | "param"
-            | "track"
-            | "area"
-            | "base"
-            | "keygen"
-    )
-}
-
-pub(super) fn is_inline(name: &str) -> bool {
+fn is_inline(name: &str) -> bool {
     matches!(
         name,
         "a" | "abbr"
@@ -152,73 +134,5 @@ pub(super) fn is_inline(name: &str) -> bool {
     )
 }
 
-/// Resolves `href` against `base`; drops scripts and empty values.
-pub(crate) fn absolutize(href: &str, base: Option<&Url>) -> Option<String> {
-    let href = href.trim();
-    if href.is_empty() {
-        return None;
-    }
-    let lower = href.get(..11).unwrap_or(href).to_ascii_lowercase();
-    if lower.starts_with("javascript:") || lower.starts_with("vbscript:") {
-        return None;
-    }
-    // An absolute URL is kept as written (as feed readers do); only relative ones change.
-    if Url::parse(href).is_ok() {
-        return Some(href.to_owned());
-    }
-    match base {
-        Some(b) => b.join(href).ok().map(Into::into),
-        None => Some(href.to_owned()),
-    }
-}
-
-pub(super) fn md_url(url: &str) -> Cow<'_, str> {
-    if url.contains([' ', '(', ')', '<', '>']) {
-        Cow::Owned(format!("<{}>", url.replace('<', "%3C").replace('>', "%3E")))
-    } else {
-        Cow::Borrowed(url)
-    }
-}
-
-/// Escapes markdown syntax in a word of text.
-pub(super) fn escape_md(word: &str, line_start: bool, out: &mut String) {
-    if line_start {
-        let b = word.as_bytes();
-        let numbered = b.len() >= 2
-            && b[..b.len() - 1].iter().all(u8::is_ascii_digit)
-            && matches!(b[b.len() - 1], b'.' | b')');
-        if matches!(word, "-" | "+" | "*") || word.starts_with('#') || word.starts_with('>') {
-            out.push('\\');
-        } else if numbered {
-            out.push_str(&word[..word.len() - 1]);
-            out.push('\\');
-            out.push_str(&word[word.len() - 1..]);
-            return;
-        }
-    }
-    if !word.contains(['\\', '*', '_', '`', '[', ']', '<']) {
-        out.push_str(word);
-        return;
-    }
-    let chars: Vec<char> = word.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
-        let intraword = |i: usize| {
-            i > 0
-                && i + 1 < chars.len()
-                && chars[i - 1].is_alphanumeric()
-                && chars[i + 1].is_alphanumeric()
-        };
-        match c {
-            '_' if intraword(i) => out.push('_'),
-            '\\' | '*' | '_' | '`' | '[' | ']' | '<' => {
-                out.push('\\');
-                out.push(c);
-            }
-            _ => out.push(c),
-        }
-    }
-}
-
 #[cfg(test)]
-#[path = "../render_tests.rs"]
 mod tests;

@@ -1,35 +1,67 @@
 //! The markdown / text writer: block structure, line prefixes, inline markers.
-
-use std::borrow::Cow;
+//!
+//! Markdown output never holds raw HTML: text is escaped word by word, code goes into code
+//! spans and fences sized to their content, and only `http`, `https` and `mailto` links
+//! and images are written as such.
 
 use url::Url;
 
-use super::{Style, Unconvertible, absolutize, escape_md, md_url};
-use crate::feed::html::{Token, Tokenizer, attributes};
-use crate::feed::text::unescape_html;
+use super::escape::{destination, escape_label, escape_word, fence_for, wrap_code_span};
+use super::table::Table;
+use super::{Style, Unconvertible};
+use crate::feed::text::{collapse_ws, unescape_html};
+use crate::html::{Token, Tokenizer, attributes};
+use crate::urls::content_link;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Open {
     /// A block that only separates paragraphs.
     Block,
-    Heading,
+    /// A heading (written with a `#` marker in markdown).
+    Heading {
+        marked: bool,
+    },
     Emphasis {
         marker: &'static str,
         at: usize,
     },
-    Code,
+    /// Code; `at` is where a markdown code span's content starts.
+    Code {
+        at: Option<usize>,
+    },
+    /// A link; `dest` is its markdown destination when it is written as a link.
     Link {
-        href: Option<String>,
+        dest: Option<String>,
         at: usize,
     },
-    List,
+    /// A list (nested in another list's item, or not).
+    List(bool),
     Item,
     Quote,
-    Pre,
+    /// Preformatted text, and the language of its code.
+    Pre {
+        lang: Option<String>,
+    },
     Skip,
+    /// `<video>` (true) or `<audio>`: its sources become links, its fallback is kept.
+    Media(bool),
+    /// The table being laid out.
     Table,
     Row,
     Cell,
+}
+
+impl Open {
+    /// Whether this element keeps its content on one line (block breaks become spaces).
+    fn is_inline_context(&self) -> bool {
+        matches!(
+            self,
+            Open::Heading { marked: true }
+                | Open::Code { at: Some(_) }
+                | Open::Link { dest: Some(_), .. }
+                | Open::Cell
+        )
+    }
 }
 
 pub(super) struct ListState {
@@ -42,21 +74,36 @@ pub(super) struct Writer<'b> {
     pub(super) base: Option<&'b Url>,
     pub(super) out: String,
     pub(super) stack: Vec<(String, Open)>,
-    pub(super) prefixes: Vec<&'static str>,
+    pub(super) prefixes: Vec<String>,
     pub(super) lists: Vec<ListState>,
+    /// A list marker waiting for the item's first line.
     pub(super) marker: Option<String>,
+    /// A heading marker waiting for the heading's first content.
+    pub(super) lead: Option<String>,
+    /// Line breaks owed before the next content.
     pub(super) brk: u8,
+    /// The owed single break is a `<br>` (a hard break in markdown).
+    pub(super) hard: bool,
     pub(super) space: bool,
     pub(super) line_start: bool,
+    /// Line breaks already written since the last content.
     pub(super) committed: u8,
+    /// The next text hugs what was just written (after an opening marker).
     pub(super) glued: bool,
     pub(super) skip: usize,
     pub(super) pre: usize,
+    /// Where the content of the open preformatted text starts, once it has any.
+    pub(super) fence_at: Option<usize>,
+    /// Where its last non-blank line ended.
+    pub(super) pre_end: usize,
+    /// A newline right after `<pre>` is not content (as in HTML).
+    pub(super) pre_fresh: bool,
     pub(super) code: usize,
-    pub(super) cells: usize,
-    pub(super) first_row_cells: Option<usize>,
-    pub(super) rows: usize,
-    pub(super) cell_in_row: usize,
+    /// Open elements that keep their content on one line.
+    pub(super) inline: usize,
+    pub(super) table: Option<Table>,
+    /// URLs already written for the `<video>`/`<audio>` being rendered.
+    pub(super) media: Vec<String>,
     pub(super) budget: usize,
 }
 
@@ -70,24 +117,32 @@ impl<'b> Writer<'b> {
             prefixes: Vec::new(),
             lists: Vec::new(),
             marker: None,
+            lead: None,
             brk: 0,
+            hard: false,
             space: false,
             line_start: true,
             committed: 0,
             glued: false,
             skip: 0,
             pre: 0,
+            fence_at: None,
+            pre_end: 0,
+            pre_fresh: false,
             code: 0,
-            cells: 0,
-            first_row_cells: None,
-            rows: 0,
-            cell_in_row: 0,
+            inline: 0,
+            table: None,
+            media: Vec::new(),
             budget: input_len.saturating_mul(4) + 4096,
         }
     }
 
     pub(super) fn md(&self) -> bool {
         self.style == Style::Markdown
+    }
+
+    pub(super) fn in_cell(&self) -> bool {
+        self.table.as_ref().is_some_and(Table::in_cell)
     }
 
     pub(super) fn run(mut self, html: &str) -> Result<String, Unconvertible> {
@@ -102,7 +157,8 @@ impl<'b> Writer<'b> {
                 Token::End(name) => self.end(&name),
                 Token::Text(_) | Token::RawText(_) => {}
             }
-            if self.out.len() > self.budget {
+            let held = self.table.as_ref().map_or(0, Table::bytes);
+            if self.out.len() + held > self.budget {
                 return Err(Unconvertible("the rendering grew far beyond its input"));
             }
         }
@@ -114,11 +170,27 @@ impl<'b> Writer<'b> {
         Ok(self.out)
     }
 
+    /// Owes `lines` line breaks before the next content (inside a one-line element, a space).
     pub(super) fn block(&mut self, lines: u8) {
-        if self.cells > 0 {
+        self.hard = false;
+        if self.inline > 0 {
             self.space = true;
         } else if lines > self.committed {
             self.brk = self.brk.max(lines - self.committed);
+        }
+    }
+
+    /// A `<br>`: a hard line break; two in a row end the paragraph.
+    pub(super) fn line_break(&mut self) {
+        if self.pre > 0 {
+            self.pre_newline();
+        } else if self.inline > 0 {
+            self.space = true;
+        } else if self.hard && self.brk > 0 {
+            self.block(2);
+        } else {
+            self.block(1);
+            self.hard = self.brk == 1;
         }
     }
 
@@ -132,6 +204,9 @@ impl<'b> Writer<'b> {
             if self.committed == 0 {
                 let end = self.out.trim_end_matches([' ', '\t']).len();
                 self.out.truncate(end);
+                if self.hard && self.brk == 1 && self.md() {
+                    self.out.push('\\');
+                }
             }
             let prefix: String = self.prefixes.concat();
             for i in 0..self.brk {
@@ -145,6 +220,7 @@ impl<'b> Writer<'b> {
             self.line_start = true;
             self.space = false;
         }
+        self.hard = false;
     }
 
     /// Writes pending line breaks and the line prefix before new content.
@@ -156,15 +232,20 @@ impl<'b> Writer<'b> {
                 let n = self.prefixes.len();
                 match self.marker.take() {
                     Some(m) if n > 0 => {
-                        let outer: String = self.prefixes[..n - 1].concat();
-                        self.out.push_str(&outer);
+                        for p in &self.prefixes[..n - 1] {
+                            self.out.push_str(p);
+                        }
                         self.out.push_str(&m);
                     }
                     _ => {
-                        let all: String = self.prefixes.concat();
-                        self.out.push_str(&all);
+                        for p in &self.prefixes {
+                            self.out.push_str(p);
+                        }
                     }
                 }
+            }
+            if let Some(lead) = self.lead.take() {
+                self.out.push_str(&lead);
             }
             self.line_start = false;
             self.space = false;
@@ -175,18 +256,40 @@ impl<'b> Writer<'b> {
         self.glued = false;
     }
 
+    /// A newline inside preformatted text (a blank line keeps the quote prefix, so a code
+    /// block inside a quote stays inside it).
+    pub(super) fn pre_newline(&mut self) {
+        if self.fence_at.is_none() {
+            // Blank lines before the first content are dropped.
+            return;
+        }
+        if self.line_start && self.md() {
+            let prefix: String = self.prefixes.concat();
+            self.out.push_str(prefix.trim_end());
+        }
+        self.out.push('\n');
+        self.line_start = true;
+    }
+
     pub(super) fn text(&mut self, t: &str) {
         if self.pre > 0 {
-            let mut first = true;
-            for line in t.split('\n') {
-                if !first {
-                    self.out.push('\n');
-                    self.line_start = true;
+            for (i, line) in t.split('\n').enumerate() {
+                if i > 0 && !std::mem::take(&mut self.pre_fresh) {
+                    self.pre_newline();
                 }
-                first = false;
+                let line = line.strip_suffix('\r').unwrap_or(line);
                 if !line.is_empty() {
+                    self.pre_fresh = false;
                     self.flush();
-                    self.out.push_str(line);
+                    if self.fence_at.is_none() {
+                        self.fence_at = Some(self.out.len());
+                    }
+                    if self.in_cell() {
+                        self.out.push_str(&line.replace('|', "\\|"));
+                    } else {
+                        self.out.push_str(line);
+                    }
+                    self.pre_end = self.out.len();
                 }
             }
             return;
@@ -194,15 +297,23 @@ impl<'b> Writer<'b> {
         if t.starts_with(|c: char| c.is_ascii_whitespace()) {
             self.space = true;
         }
+        let md = self.md();
+        let in_cell = self.in_cell();
         let mut any = false;
         for word in t.split_ascii_whitespace() {
             if any {
                 self.space = true;
             }
             let at_line_start = self.line_start || self.brk > 0 || self.out.is_empty();
+            if at_line_start && word.chars().all(char::is_whitespace) {
+                // A line of no-break spaces (Word's empty paragraphs) is not content.
+                continue;
+            }
             self.flush();
-            if self.md() && self.code == 0 {
-                escape_md(word, at_line_start, &mut self.out);
+            if md && self.code == 0 {
+                escape_word(word, at_line_start, in_cell, &mut self.out);
+            } else if md && in_cell {
+                self.out.push_str(&word.replace('|', "\\|"));
             } else {
                 self.out.push_str(word);
             }
@@ -220,17 +331,33 @@ impl<'b> Writer<'b> {
         self.glued = true;
     }
 
-    pub(super) fn inline_marker(&mut self, s: &str) {
-        self.flush();
-        self.out.push_str(s);
+    pub(super) fn end(&mut self, name: &str) {
+        let found = if matches!(name, "td" | "th" | "tr" | "table") {
+            self.in_table_scope(&[name])
+        } else {
+            self.stack.iter().rposition(|(n, _)| n == name)
+        };
+        if let Some(pos) = found {
+            self.close_to(pos);
+        } else if name == "p" {
+            self.block(2);
+        } else if name == "br" {
+            self.line_break();
+        }
     }
 
-    pub(super) fn end(&mut self, name: &str) {
-        if let Some(pos) = self.stack.iter().rposition(|(n, _)| n == name) {
-            self.close_to(pos);
-        } else if name == "p" || name == "br" {
-            self.block(if name == "p" { 2 } else { 1 });
+    /// The innermost open element named one of `names`, looking no further out than the
+    /// innermost open table (a nested table's cells never close the outer one's).
+    pub(super) fn in_table_scope(&self, names: &[&str]) -> Option<usize> {
+        for (i, (n, _)) in self.stack.iter().enumerate().rev() {
+            if names.contains(&n.as_str()) {
+                return Some(i);
+            }
+            if n == "table" {
+                return None;
+            }
         }
+        None
     }
 
     pub(super) fn close_to(&mut self, pos: usize) {
@@ -241,20 +368,35 @@ impl<'b> Writer<'b> {
         }
     }
 
+    pub(super) fn push(&mut self, name: &str, open: Open) {
+        if open.is_inline_context() {
+            self.inline += 1;
+        }
+        if open == Open::Skip {
+            self.skip += 1;
+        }
+        self.stack.push((name.to_owned(), open));
+    }
+
     pub(super) fn close(&mut self, open: Open) {
-        let md = self.md();
+        if open.is_inline_context() {
+            self.inline = self.inline.saturating_sub(1);
+        }
         match open {
             Open::Skip => self.skip = self.skip.saturating_sub(1),
-            Open::Block => {
-                if self.cells == 0 {
-                    self.block(2);
+            Open::Block | Open::Quote => {
+                if matches!(open, Open::Quote) {
+                    self.prefixes.pop();
                 }
+                self.block(2);
             }
-            Open::Heading => {
-                let t = self.out.trim_end_matches(' ');
-                if t.ends_with('#') {
-                    let cut = t.trim_end_matches('#').len();
-                    self.out.truncate(cut);
+            Open::List(nested) => {
+                self.lists.pop();
+                self.block(if nested { 1 } else { 2 });
+            }
+            Open::Heading { marked } => {
+                if marked && self.lead.take().is_none() {
+                    self.close_heading();
                 }
                 self.block(2);
             }
@@ -267,99 +409,108 @@ impl<'b> Writer<'b> {
                 }
                 self.glued = false;
             }
-            Open::Code => {
-                self.glued = false;
+            Open::Code { at } => {
                 self.code = self.code.saturating_sub(1);
-                if md && self.pre == 0 {
-                    if self.out.ends_with('`') {
-                        self.out.pop();
+                self.glued = false;
+                if let Some(at) = at {
+                    if self.out.get(at..).is_none_or(|t| t.trim().is_empty()) {
+                        cut_at(&mut self.out, at);
                     } else {
-                        self.out.push('`');
+                        wrap_code_span(&mut self.out, at);
                     }
                 }
             }
-            Open::Link { href, at } => {
+            Open::Link { dest, at } => {
                 self.glued = false;
-                if let Some(href) = href {
-                    let text_empty = self.out.get(at + 1..).is_none_or(|t| t.trim().is_empty());
-                    if text_empty {
+                if let Some(dest) = dest {
+                    if self.out.get(at + 1..).is_none_or(|t| t.trim().is_empty()) {
                         cut_at(&mut self.out, at);
                     } else {
                         self.out.push_str("](");
-                        self.out.push_str(&md_url(&href));
+                        self.out.push_str(&dest);
                         self.out.push(')');
                     }
                 }
-            }
-            Open::List => {
-                self.lists.pop();
-                self.block(2);
             }
             Open::Item => {
                 self.prefixes.pop();
                 self.marker = None;
                 self.block(1);
             }
-            Open::Quote => {
-                self.prefixes.pop();
-                self.block(2);
-            }
-            Open::Pre => {
+            Open::Pre { lang } => {
                 self.pre = self.pre.saturating_sub(1);
-                if md {
-                    while self.out.ends_with('\n') {
-                        self.out.pop();
+                self.pre_fresh = false;
+                if let Some(at) = self.fence_at.take() {
+                    let end = self.pre_end.max(at).min(self.out.len());
+                    self.out.truncate(end);
+                    if self.md() {
+                        self.close_fence(at, lang.as_deref());
                     }
-                    self.out.push('\n');
-                    let prefix: String = self.prefixes.concat();
-                    self.out.push_str(&prefix);
-                    self.out.push_str("```");
                 }
                 self.line_start = false;
                 self.block(2);
             }
-            Open::Table => {
-                self.block(2);
+            Open::Media(_) => {
+                self.media.clear();
+                self.block(if self.md() { 2 } else { 1 });
             }
-            Open::Row => {
-                if self.cell_in_row > 0 {
-                    self.out.push_str(" |");
-                    if self.rows == 0 && md {
-                        self.first_row_cells = Some(self.cell_in_row);
-                        let sep: String = "| --- ".repeat(self.cell_in_row);
-                        self.out.push('\n');
-                        let prefix: String = self.prefixes.concat();
-                        self.out.push_str(&prefix);
-                        self.out.push_str(&sep);
-                        self.out.push('|');
-                    }
-                    self.rows += 1;
-                }
-                self.cell_in_row = 0;
-                self.block(1);
-            }
-            Open::Cell => {
-                self.cells = self.cells.saturating_sub(1);
-                self.space = false;
-            }
+            Open::Table => self.close_table(),
+            Open::Row => {}
+            Open::Cell => self.close_cell(),
         }
     }
 
-    pub(super) fn image(&mut self, attrs: &str) {
-        if !self.md() {
-            return;
+    fn close_heading(&mut self) {
+        // ` ##` at the end would be read as a closing sequence and dropped.
+        let t = self.out.trim_end_matches(' ');
+        let hashes = t.len() - t.trim_end_matches('#').len();
+        if hashes > 0 && t[..t.len() - hashes].ends_with(' ') {
+            let at = t.len() - hashes;
+            self.out.insert(at, '\\');
         }
-        let mut src: Option<Cow<'_, str>> = None;
-        let mut lazy: Option<Cow<'_, str>> = None;
-        let mut alt = Cow::Borrowed("");
+    }
+
+    fn close_fence(&mut self, at: usize, lang: Option<&str>) {
+        let fence = fence_for(&self.out[at..]);
+        let prefix: String = self.prefixes.concat();
+        let head = format!("{fence}{}\n{prefix}", lang.unwrap_or(""));
+        self.out.insert_str(at, &head);
+        self.out.push('\n');
+        self.out.push_str(&prefix);
+        self.out.push_str(&fence);
+    }
+
+    /// A link or image destination in rendered markdown, or `None` when the URL may not be
+    /// linked (a scheme other than http, https or mailto; relative with no base).
+    pub(super) fn dest(&self, href: &str) -> Option<(String, String)> {
+        let url = content_link(href, self.base)?;
+        Some((destination(&url), url.into()))
+    }
+
+    pub(super) fn image(&mut self, attrs: &str) {
+        let mut src = None;
+        let mut lazy = None;
+        let mut alt = String::new();
         for (name, value) in attributes(attrs) {
             match name.as_ref() {
                 "src" => src = Some(value),
                 "data-src" | "data-lazy-src" | "data-original" => lazy = Some(value),
-                "alt" => alt = value,
+                "alt" => alt = collapse_ws(&value),
                 "width" | "height" if value.trim() == "1" || value.trim() == "0" => return,
                 _ => {}
             }
+        }
+        if !self.md() {
+            if !alt.is_empty() {
+                self.flush();
+                self.out.push('[');
+                self.out.push_str(&alt);
+                self.out.push(']');
+            }
+            return;
+        }
+        if self.pre > 0 || self.code > 0 {
+            return;
         }
         let src = match (src, lazy) {
             (Some(s), Some(l)) if s.trim_start().starts_with("data:") => l,
@@ -367,19 +518,48 @@ impl<'b> Writer<'b> {
             (None, Some(l)) => l,
             (None, None) => return,
         };
-        if src.trim_start().starts_with("data:") {
-            return;
-        }
-        let Some(url) = absolutize(&src, self.base) else {
+        let Some((dest, _)) = self.dest(&src) else {
             return;
         };
-        let alt = crate::feed::text::collapse_ws(&alt).replace(['[', ']'], "");
-        self.inline_marker(&format!("![{alt}]({})", md_url(&url)));
+        self.flush();
+        self.out.push_str("![");
+        let in_cell = self.in_cell();
+        escape_label(&alt, in_cell, &mut self.out);
+        self.out.push_str("](");
+        self.out.push_str(&dest);
+        self.out.push(')');
+    }
+
+    /// An inline link to embedded media (`[video](…)`), once per URL of one media element.
+    pub(super) fn media_link(&mut self, label: &str, src: Option<&str>) {
+        if !self.md() || self.pre > 0 || self.code > 0 || self.inline_link_open() {
+            return;
+        }
+        let Some((dest, url)) = src.and_then(|s| self.dest(s)) else {
+            return;
+        };
+        if self.media.contains(&url) {
+            return;
+        }
+        self.media.push(url);
+        self.flush();
+        self.out.push('[');
+        self.out.push_str(label);
+        self.out.push_str("](");
+        self.out.push_str(&dest);
+        self.out.push(')');
+        self.space = true;
+    }
+
+    pub(super) fn inline_link_open(&self) -> bool {
+        self.stack
+            .iter()
+            .any(|(_, o)| matches!(o, Open::Link { dest: Some(_), .. }))
     }
 }
 
 /// Cuts `s` back to `at` (or the char boundary before it); never panics.
-fn cut_at(s: &mut String, at: usize) {
+pub(super) fn cut_at(s: &mut String, at: usize) {
     let mut at = at.min(s.len());
     while !s.is_char_boundary(at) {
         at -= 1;

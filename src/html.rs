@@ -1,4 +1,4 @@
-//! A small, fast, forgiving HTML tokenizer for feed bodies and discovery pages.
+//! A small, fast, forgiving HTML tokenizer for feed bodies (rendering) and pages (discovery).
 //!
 //! It never fails: anything that is not a well-formed tag is text. The contents of
 //! `<script>`, `<style>` and the other raw-text elements come out as [`Token::RawText`],
@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use super::text::unescape_attr;
+use crate::feed::text::unescape_attr;
 
 /// One token of an HTML fragment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +48,11 @@ impl<'a> Tokenizer<'a> {
             pos: 0,
             pending_raw: None,
         }
+    }
+
+    /// The byte offset in the source just past the last token returned.
+    pub fn offset(&self) -> usize {
+        self.pos
     }
 
     fn raw_text(&mut self, name: &str) -> Token<'a> {
@@ -120,54 +125,41 @@ impl<'a> Iterator for Tokenizer<'a> {
         }
         let src = self.src;
         let bytes = src.as_bytes();
-        if self.pos >= src.len() {
-            return None;
-        }
-        let start = self.pos;
-        let mut scan = start;
+        // Comments and declarations produce no token: loop past them (never recurse, so a
+        // long run of `<!---->` cannot grow the stack).
         loop {
-            let Some(off) = src[scan..].find('<') else {
-                self.pos = src.len();
-                return Some(Token::Text(&src[start..]));
+            if self.pos >= src.len() {
+                return None;
+            }
+            let start = self.pos;
+            let lt = match next_markup(bytes, start) {
+                None => {
+                    self.pos = src.len();
+                    return Some(Token::Text(&src[start..]));
+                }
+                Some(lt) if lt > start => {
+                    self.pos = lt;
+                    return Some(Token::Text(&src[start..lt]));
+                }
+                Some(lt) => lt,
             };
-            let lt = scan + off;
             let next = bytes.get(lt + 1).copied();
-            let is_markup = match next {
-                Some(b) if b.is_ascii_alphabetic() => true,
-                Some(b'/') => bytes.get(lt + 2).is_some_and(|b| b.is_ascii_alphabetic()),
-                Some(b'!') | Some(b'?') => true,
-                _ => false,
-            };
-            if !is_markup {
-                scan = lt + 1;
-                continue;
-            }
-            if lt > start {
-                self.pos = lt;
-                return Some(Token::Text(&src[start..lt]));
-            }
-            // A tag, comment or declaration begins at `lt`.
             if src[lt..].starts_with("<!--") {
-                let end = src[lt + 4..]
-                    .find("-->")
-                    .map_or(src.len(), |e| lt + 4 + e + 3);
-                self.pos = end;
-                return self.next();
+                self.pos = comment_end(src, lt + 4);
+                continue;
             }
             if matches!(next, Some(b'!') | Some(b'?')) {
                 if src[lt..].starts_with("<![CDATA[") {
                     let body_start = lt + 9;
-                    let end = src[body_start..].find("]]>");
-                    let (body, after) = match end {
+                    let (body, after) = match src[body_start..].find("]]>") {
                         Some(e) => (&src[body_start..body_start + e], body_start + e + 3),
                         None => (&src[body_start..], src.len()),
                     };
                     self.pos = after;
                     return Some(Token::Text(body));
                 }
-                let end = src[lt..].find('>').map_or(src.len(), |e| lt + e + 1);
-                self.pos = end;
-                return self.next();
+                self.pos = src[lt..].find('>').map_or(src.len(), |e| lt + e + 1);
+                continue;
             }
             let is_end = next == Some(b'/');
             let name_start = lt + if is_end { 2 } else { 1 };
@@ -179,9 +171,9 @@ impl<'a> Iterator for Tokenizer<'a> {
                 name_end += 1;
             }
             let Some(gt) = tag_end(bytes, name_end) else {
-                // An unterminated tag: the rest is text.
+                // A tag cut off by the end of the body is dropped, as browsers drop it.
                 self.pos = src.len();
-                return Some(Token::Text(&src[lt..]));
+                return None;
             };
             self.pos = gt + 1;
             let name = lower(&src[name_start..name_end]);
@@ -201,6 +193,69 @@ impl<'a> Iterator for Tokenizer<'a> {
             });
         }
     }
+}
+
+/// The position of the next `<` at `from` or after that opens markup (a tag, an end tag,
+/// a comment or a declaration); any other `<` is text.
+fn next_markup(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut scan = from;
+    loop {
+        let lt = scan + bytes[scan..].iter().position(|&b| b == b'<')?;
+        let is_markup = match bytes.get(lt + 1).copied() {
+            Some(b) if b.is_ascii_alphabetic() => true,
+            Some(b'/') => bytes.get(lt + 2).is_some_and(|b| b.is_ascii_alphabetic()),
+            Some(b'!') | Some(b'?') => true,
+            _ => false,
+        };
+        if is_markup {
+            return Some(lt);
+        }
+        scan = lt + 1;
+    }
+}
+
+/// Where a comment whose text starts at `from` ends, as browsers read it: `<!-->` and
+/// `<!--->` are empty comments, and `-->` or `--!>` closes one; unclosed, it runs to the end.
+fn comment_end(src: &str, from: usize) -> usize {
+    let rest = &src[from..];
+    if rest.starts_with('>') {
+        return from + 1;
+    }
+    if rest.starts_with("->") {
+        return from + 2;
+    }
+    let bytes = rest.as_bytes();
+    let mut i = 0;
+    while let Some(off) = rest[i..].find("--") {
+        let at = i + off + 2;
+        match bytes.get(at) {
+            Some(b'>') => return from + at + 1,
+            Some(b'!') if bytes.get(at + 1) == Some(&b'>') => return from + at + 2,
+            _ => i = at - 1,
+        }
+    }
+    src.len()
+}
+
+/// Elements that may not carry an end tag.
+pub(crate) fn is_void(name: &str) -> bool {
+    matches!(
+        name,
+        "br" | "hr"
+            | "img"
+            | "input"
+            | "meta"
+            | "link"
+            | "source"
+            | "wbr"
+            | "col"
+            | "embed"
+            | "param"
+            | "track"
+            | "area"
+            | "base"
+            | "keygen"
+    )
 }
 
 /// Iterates `(name, value)` over raw attribute text; names lowercased, values decoded.
@@ -319,7 +374,26 @@ mod tests {
     }
 
     #[test]
-    fn an_unterminated_tag_is_text() {
-        assert_eq!(toks("a <b"), vec![Token::Text("a "), Token::Text("<b")]);
+    fn comments_end_where_browsers_end_them() {
+        assert_eq!(
+            toks("a<!-- x --!>b"),
+            vec![Token::Text("a"), Token::Text("b")]
+        );
+        assert_eq!(toks("<!-->c"), vec![Token::Text("c")]);
+        assert_eq!(toks("<!--->d"), vec![Token::Text("d")]);
+        assert_eq!(toks("e<!-- open"), vec![Token::Text("e")]);
+    }
+
+    #[test]
+    fn a_long_run_of_comments_does_not_grow_the_stack() {
+        let src = "<!---->".repeat(200_000) + "end";
+        assert_eq!(toks(&src), vec![Token::Text("end")]);
+    }
+
+    #[test]
+    fn a_tag_cut_off_by_the_end_is_dropped() {
+        assert_eq!(toks("a <b"), vec![Token::Text("a ")]);
+        assert_eq!(toks("a <img src='x"), vec![Token::Text("a ")]);
+        assert_eq!(toks("a < b"), vec![Token::Text("a < b")]);
     }
 }
