@@ -32,6 +32,33 @@ pub const ENV_MAX_COOLDOWN: &str = "RSS_MAX_COOLDOWN_SECS";
 pub const ENV_MAX_GATE_WAIT: &str = "RSS_MAX_GATE_WAIT_SECS";
 /// Environment variable: the cache directory.
 pub const ENV_CACHE_DIR: &str = "RSS_CACHE_DIR";
+/// Environment variable: `off` keeps host state inside the process.
+pub const ENV_HOST_STATE: &str = "RSS_HOST_STATE";
+
+/// The accepted ranges of the tunables (inclusive).
+pub mod limits {
+    use std::ops::RangeInclusive;
+    /// Sends in flight per host.
+    pub const HOST_CONCURRENCY: RangeInclusive<u64> = 1..=64;
+    /// Cap on a learned cooldown, seconds.
+    pub const MAX_COOLDOWN_SECS: RangeInclusive<u64> = 1..=86_400;
+    /// The longest wait on the gate, seconds.
+    pub const MAX_GATE_WAIT_SECS: RangeInclusive<u64> = 0..=86_400;
+    /// Sends in flight across hosts.
+    pub const CONCURRENCY: RangeInclusive<u64> = 1..=1024;
+    /// Largest body, bytes (after decoding).
+    pub const MAX_BODY_BYTES: RangeInclusive<u64> = 1..=(1 << 32);
+}
+
+/// Where the gate's learned host state is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum HostStateSetting {
+    /// Under the cache directory, shared by every process using it (the default).
+    #[default]
+    Files,
+    /// Inside the process only (`--no-host-state`, `RSS_HOST_STATE=off`).
+    Off,
+}
 
 /// Settings given on the command line (or by a test); `None` means "not given".
 #[derive(Debug, Clone, Default)]
@@ -50,6 +77,8 @@ pub struct Overrides {
     pub concurrency: Option<usize>,
     /// `--cache-dir`.
     pub cache_dir: Option<PathBuf>,
+    /// `--no-host-state`.
+    pub no_host_state: bool,
 }
 
 /// Every runtime parameter, resolved once before any I/O.
@@ -69,6 +98,8 @@ pub struct Config {
     pub concurrency: usize,
     /// Where the cache lives, if anywhere.
     pub cache_dir: Option<PathBuf>,
+    /// Where learned host state is kept.
+    pub host_state: HostStateSetting,
 }
 
 impl Default for Config {
@@ -81,6 +112,7 @@ impl Default for Config {
             user_agent: DEFAULT_USER_AGENT.to_owned(),
             concurrency: DEFAULT_CONCURRENCY,
             cache_dir: default_cache_dir(),
+            host_state: HostStateSetting::default(),
         }
     }
 }
@@ -96,24 +128,47 @@ impl Config {
         let mut config = Config::default();
         let gate = &mut config.gate;
 
-        if let Some(n) = overrides.host_concurrency {
-            gate.host_concurrency = n;
-        } else if let Some(n) = env_number(&env, ENV_HOST_CONCURRENCY)? {
+        let n = match overrides.host_concurrency {
+            Some(n) => Some(n as u64),
+            None => env_number(&env, ENV_HOST_CONCURRENCY)?,
+        };
+        if let Some(n) = n {
+            in_range(
+                n,
+                limits::HOST_CONCURRENCY,
+                "--host-concurrency / RSS_HOST_CONCURRENCY",
+            )?;
             gate.host_concurrency = n as usize;
         }
         if let Some(secs) = env_number(&env, ENV_MAX_COOLDOWN)? {
+            in_range(secs, limits::MAX_COOLDOWN_SECS, ENV_MAX_COOLDOWN)?;
             gate.max_cooldown = Duration::from_secs(secs);
         }
-        if let Some(secs) = overrides.max_gate_wait_secs {
-            gate.max_gate_wait = Duration::from_secs(secs);
-        } else if let Some(secs) = env_number(&env, ENV_MAX_GATE_WAIT)? {
+        let wait = match overrides.max_gate_wait_secs {
+            Some(s) => Some(s),
+            None => env_number(&env, ENV_MAX_GATE_WAIT)?,
+        };
+        if let Some(secs) = wait {
+            in_range(
+                secs,
+                limits::MAX_GATE_WAIT_SECS,
+                "--max-gate-wait / RSS_MAX_GATE_WAIT_SECS",
+            )?;
             gate.max_gate_wait = Duration::from_secs(secs);
         }
-        if gate.host_concurrency == 0 {
-            return Err(Error::usage(
-                "host concurrency must be at least 1 (--host-concurrency / RSS_HOST_CONCURRENCY)",
-            ));
-        }
+        config.host_state = if overrides.no_host_state {
+            HostStateSetting::Off
+        } else {
+            match env(ENV_HOST_STATE).as_deref().map(str::trim) {
+                None | Some("" | "on" | "1" | "true" | "files") => HostStateSetting::Files,
+                Some("off" | "0" | "false") => HostStateSetting::Off,
+                Some(other) => {
+                    return Err(Error::usage(format!(
+                        "{ENV_HOST_STATE}={other:?} is not one of on, off"
+                    )));
+                }
+            }
+        };
 
         if let Some(secs) = overrides.timeout_secs {
             if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
@@ -124,9 +179,7 @@ impl Config {
             config.timeout = Duration::from_secs_f64(secs);
         }
         if let Some(bytes) = overrides.max_body_bytes {
-            if bytes == 0 {
-                return Err(Error::usage("--max-body-bytes must be at least 1"));
-            }
+            in_range(bytes, limits::MAX_BODY_BYTES, "--max-body-bytes")?;
             config.max_body_bytes = bytes;
         }
         if let Some(ua) = overrides.user_agent {
@@ -138,9 +191,7 @@ impl Config {
             config.user_agent = ua;
         }
         if let Some(n) = overrides.concurrency {
-            if n == 0 {
-                return Err(Error::usage("--concurrency must be at least 1"));
-            }
+            in_range(n as u64, limits::CONCURRENCY, "--concurrency")?;
             config.concurrency = n;
         }
         if let Some(dir) = overrides.cache_dir {
@@ -176,6 +227,17 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
         _ => None,
     }?;
     (secs <= 100 * 365 * 86_400).then(|| Duration::from_secs(secs))
+}
+
+fn in_range(value: u64, range: std::ops::RangeInclusive<u64>, what: &str) -> Result<()> {
+    if range.contains(&value) {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "{what} must be between {} and {}, got {value}",
+        range.start(),
+        range.end()
+    )))
 }
 
 fn env_number(env: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Option<u64>> {
@@ -251,11 +313,58 @@ mod tests {
             &[(ENV_MAX_COOLDOWN, "-1")][..],
             &[(ENV_MAX_GATE_WAIT, "1.5")][..],
             &[(ENV_HOST_CONCURRENCY, "0")][..],
+            &[(ENV_HOST_CONCURRENCY, "65")][..],
+            &[(ENV_MAX_GATE_WAIT, "99999999999999999999")][..],
+            &[(ENV_MAX_GATE_WAIT, "18446744073709551615")][..],
+            &[(ENV_MAX_COOLDOWN, "0")][..],
+            &[(ENV_MAX_COOLDOWN, "86401")][..],
+            &[(ENV_HOST_STATE, "maybe")][..],
         ] {
             let pairs: &'static [(&str, &str)] = Box::leak(pairs.to_vec().into_boxed_slice());
             let err = Config::resolve(Overrides::default(), env_of(pairs)).unwrap_err();
             assert_eq!(err.code().as_str(), "USAGE_ERROR", "{pairs:?}");
         }
+    }
+
+    #[test]
+    fn flags_outside_their_range_are_usage_errors() {
+        for o in [
+            Overrides {
+                max_gate_wait_secs: Some(u64::MAX),
+                ..Overrides::default()
+            },
+            Overrides {
+                host_concurrency: Some(usize::MAX),
+                ..Overrides::default()
+            },
+            Overrides {
+                concurrency: Some(0),
+                ..Overrides::default()
+            },
+            Overrides {
+                max_body_bytes: Some(u64::MAX),
+                ..Overrides::default()
+            },
+        ] {
+            let err = Config::resolve(o.clone(), env_of(&[])).unwrap_err();
+            assert_eq!(err.code().as_str(), "USAGE_ERROR", "{o:?}");
+        }
+    }
+
+    #[test]
+    fn host_state_is_shared_unless_turned_off() {
+        let c = Config::resolve(Overrides::default(), env_of(&[])).unwrap();
+        assert_eq!(c.host_state, HostStateSetting::Files);
+        let c = Config::resolve(Overrides::default(), env_of(&[(ENV_HOST_STATE, "off")])).unwrap();
+        assert_eq!(c.host_state, HostStateSetting::Off);
+        let flags = Overrides {
+            no_host_state: true,
+            ..Overrides::default()
+        };
+        assert_eq!(
+            Config::resolve(flags, env_of(&[])).unwrap().host_state,
+            HostStateSetting::Off
+        );
     }
 
     #[test]

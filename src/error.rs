@@ -233,6 +233,12 @@ pub enum Error {
         /// What was looked for, and a hint.
         message: String,
     },
+    /// The shared host-state store failed (`rss hosts`).
+    #[error("host state: {0}")]
+    HostStore(#[source] crate::hosts::StoreError),
+    /// The HTTP client could not be built (its TLS set-up failed).
+    #[error("cannot build the HTTP client: {0}")]
+    ClientSetup(#[source] reqwest::Error),
     /// A bug.
     #[error("internal error: {message}")]
     Internal {
@@ -303,9 +309,9 @@ impl Error {
             Error::RateLimited { .. } => ErrorCode::RateLimited,
             Error::Parse { .. } => ErrorCode::FeedParseFailed,
             Error::TooLarge { .. } | Error::OverBudget { .. } => ErrorCode::ResponseTooLarge,
-            Error::Io { .. } => ErrorCode::Io,
+            Error::Io { .. } | Error::HostStore(_) => ErrorCode::Io,
             Error::NotFound { .. } => ErrorCode::NotFound,
-            Error::Internal { .. } => ErrorCode::Internal,
+            Error::Internal { .. } | Error::ClientSetup(_) => ErrorCode::Internal,
         }
     }
 
@@ -323,7 +329,7 @@ impl Error {
                 host,
             } => json!({
                 "retry_after_seconds": wait.as_secs_f64().ceil() as u64,
-                "retry_after_ms": wait.as_millis() as u64,
+                "retry_after_ms": wait.as_nanos().div_ceil(1_000_000) as u64,
                 "http_status": http_status,
                 "retry_after": retry_after,
                 "host": host,
@@ -347,7 +353,9 @@ impl Error {
             Error::Usage { .. }
             | Error::Parse { .. }
             | Error::NotFound { .. }
-            | Error::Internal { .. } => json!({}),
+            | Error::Internal { .. }
+            | Error::ClientSetup(_)
+            | Error::HostStore(_) => json!({}),
         };
         match value {
             Value::Object(map) => map,

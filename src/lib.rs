@@ -5,6 +5,7 @@
 //! - `error`    — the one error enum, stable codes, details, exit codes
 //! - `config`   — runtime parameters and defaults; the one reader of `RSS_*` variables
 //! - `gate`     — the per-host request gate: permits, pacing, learned cooldowns
+//! - `hosts`    — learned host state shared beyond the process (file and Redis stores)
 //! - `http`     — the shared client: gated conditional GETs within size and time limits
 //! - `schedule` — running a batch: per-host queues, no head-of-line blocking
 //! - `cache`    — the atomic file cache, its listing and clearing
@@ -27,6 +28,7 @@ pub mod discover;
 pub mod error;
 pub mod feed;
 pub mod gate;
+pub(crate) mod hosts;
 pub(crate) mod html;
 pub mod http;
 pub mod inputs;
@@ -39,5 +41,6 @@ pub(crate) mod urls;
 
 pub use config::Config;
 pub use error::{Error, ErrorCode, Result};
+pub use hosts::StoreError;
 pub use model::{FetchOutput, SCHEMA_VERSION};
 pub use ops::Context;

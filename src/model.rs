@@ -5,7 +5,8 @@
 //! `rss fetch --format json` prints one [`FetchOutput`]. `--format ndjson` prints one
 //! [`NdjsonItem`] a line; with `--ndjson-records` every line is an [`NdjsonRecord`] tagged
 //! by `type` (`item`, `error`, `summary`). `rss discover` prints a [`DiscoverOutput`],
-//! `rss show` a [`ShowOutput`], `rss cache list` a [`CacheListOutput`].
+//! `rss show` a [`ShowOutput`], `rss cache list` a [`CacheListOutput`], `rss hosts` a
+//! [`HostsOutput`].
 //!
 //! Rules that hold for every type here:
 //! - optional fields serialize as `null`, never omitted (the generated schemas list every
@@ -331,4 +332,42 @@ pub struct CacheEntryInfo {
     pub etag: Option<String>,
     /// The origin's Last-Modified.
     pub last_modified: Option<String>,
+}
+
+/// The result of `rss hosts`: what the gate has learned about each host, as shared by every
+/// process that uses the same store.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct HostsOutput {
+    /// Contract version.
+    pub schema_version: String,
+    /// Where the state is kept (`file:/…/hosts`, `redis://…`), or `null` when host state is
+    /// kept inside each process only.
+    pub store: Option<String>,
+    /// One entry per host with live state, sorted by host.
+    pub hosts: Vec<HostInfo>,
+    /// Entries that could not be read, or a store that could not be used.
+    pub warnings: Vec<Warning>,
+}
+
+/// One host's learned state.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct HostInfo {
+    /// The host key: lowercased `host:port`.
+    pub host: String,
+    /// No request goes to the host before this time (UTC RFC 3339); `null` when it may be
+    /// sent to now.
+    pub cooling_down_until: Option<String>,
+    /// Requests are spaced until this time, after a recent refusal; `null` when not warm.
+    pub warm_until: Option<String>,
+    /// Refusals in a row (each success steps it down by one).
+    pub depth: u32,
+    /// The learned floor in milliseconds: no request goes sooner than this after the last
+    /// admitted one (the host once refused a narrower gap).
+    pub floor_ms: Option<u64>,
+    /// The host's last `Retry-After`, in milliseconds.
+    pub last_retry_after_ms: Option<u64>,
+    /// The last HTTP status the host answered.
+    pub last_status: Option<u16>,
+    /// When the state last changed (UTC RFC 3339).
+    pub updated_at: String,
 }

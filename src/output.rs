@@ -8,12 +8,12 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::model::{
-    CacheListOutput, DiscoverOutput, FeedStatus, FetchOutput, NdjsonItem, NdjsonRecord,
-    NdjsonSummary, ShowOutput,
+    CacheListOutput, DiscoverOutput, FeedStatus, FetchOutput, HostsOutput, NdjsonItem,
+    NdjsonRecord, NdjsonSummary, ShowOutput,
 };
 
 /// How `rss fetch` prints its result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// One JSON document.
     Json,
@@ -190,17 +190,20 @@ pub enum SchemaKind {
     Show,
     /// `rss cache list`.
     CacheList,
+    /// `rss hosts`.
+    Hosts,
 }
 
 impl SchemaKind {
     /// Every kind with its command-line name.
-    pub const ALL: [(&'static str, SchemaKind); 6] = [
+    pub const ALL: [(&'static str, SchemaKind); 7] = [
         ("fetch", SchemaKind::Fetch),
         ("ndjson", SchemaKind::NdjsonItem),
         ("ndjson-records", SchemaKind::NdjsonRecord),
         ("discover", SchemaKind::Discover),
         ("show", SchemaKind::Show),
         ("cache-list", SchemaKind::CacheList),
+        ("hosts", SchemaKind::Hosts),
     ];
 
     /// Parses a command name; a usage error naming the valid ones otherwise.
@@ -230,6 +233,7 @@ pub fn schema(kind: SchemaKind) -> Value {
         SchemaKind::Discover => generator.into_root_schema_for::<DiscoverOutput>(),
         SchemaKind::Show => generator.into_root_schema_for::<ShowOutput>(),
         SchemaKind::CacheList => generator.into_root_schema_for::<CacheListOutput>(),
+        SchemaKind::Hosts => generator.into_root_schema_for::<HostsOutput>(),
     };
     let mut value = schema.to_value();
     require_all(&mut value);

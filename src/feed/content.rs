@@ -10,7 +10,17 @@ use super::{Body, RawItem, date, ids};
 use crate::model::{IdSource, Item};
 
 /// How item bodies are returned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Deserialize,
+    schemars::JsonSchema,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ContentFormat {
     /// Markdown (links and images absolute).

@@ -59,7 +59,7 @@ pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
         (false, feeds, guessed)
     })
     .await?;
-    let mut warnings = Vec::new();
+    let mut warnings = ctx.standing_warnings();
     if guessed {
         warnings.push(Warning {
             feed_url: Some(feed_url.clone()),

@@ -111,7 +111,7 @@ fn assemble(
         total_content_tokens_est: 0,
         feeds: Vec::with_capacity(outcomes.len()),
         errors: Vec::new(),
-        warnings: ctx.cache_unavailable_warning().into_iter().collect(),
+        warnings: ctx.standing_warnings(),
         truncation: Truncation {
             limit: opts.selection.limit,
             since: opts.selection.since.as_ref().map(date::format),

@@ -4,6 +4,7 @@
 pub mod budget;
 mod discover;
 mod fetch;
+mod hosts;
 mod show;
 
 use std::time::Duration;
@@ -17,6 +18,7 @@ use crate::model::{CacheListOutput, SCHEMA_VERSION, Warning};
 
 pub use discover::discover;
 pub use fetch::fetch_feeds;
+pub use hosts::{hosts_clear, hosts_list};
 pub use show::{ShowOptions, show_item};
 
 /// Warning code: the cache could not be used this run.
@@ -45,7 +47,7 @@ pub struct Context {
 impl Context {
     /// Builds the shared state from resolved configuration.
     pub fn new(config: Config) -> Result<Context> {
-        let client = Client::new(&config)?;
+        let client = Client::new(&config, crate::hosts::open(&config))?;
         let (cache, cache_warning) = match &config.cache_dir {
             Some(dir) => match Cache::open(dir) {
                 Ok(c) => (Some(c), None),
@@ -64,12 +66,20 @@ impl Context {
         })
     }
 
-    fn cache_unavailable_warning(&self) -> Option<Warning> {
-        self.cache_warning.as_ref().map(|m| Warning {
+    /// The warnings every operation reports: the cache or the shared host state could
+    /// not be used.
+    fn standing_warnings(&self) -> Vec<Warning> {
+        let cache = self.cache_warning.as_ref().map(|m| Warning {
             feed_url: None,
             code: WARN_CACHE_UNAVAILABLE.to_owned(),
             message: m.clone(),
-        })
+        });
+        let hosts = self.client.take_warnings().into_iter().map(|w| Warning {
+            feed_url: None,
+            code: w.code.to_owned(),
+            message: w.message,
+        });
+        cache.into_iter().chain(hosts).collect()
     }
 }
 

@@ -52,7 +52,7 @@ pub async fn show_item(
 ) -> Result<ShowOutput> {
     let input = classify(feed_url);
     let feed_url = input.feed_url.clone();
-    let mut warnings = Vec::new();
+    let mut warnings = ctx.standing_warnings();
     let mut warn = |code: &str, message: String| {
         warnings.push(Warning {
             feed_url: Some(feed_url.clone()),

@@ -365,12 +365,11 @@ async fn concurrent_writers_never_leave_a_torn_entry_for_a_reader() {
             .status
             .success()
     );
-    let bin = assert_cmd::cargo::cargo_bin("rss");
     let writer = |_: usize| {
-        let (bin, cache, url) = (bin.clone(), cache.clone(), url.clone());
+        let (cache, url) = (cache.clone(), url.clone());
         std::thread::spawn(move || {
             for _ in 0..50 {
-                let out = std::process::Command::new(&bin)
+                let out = rss_std(std::path::Path::new(&cache))
                     .args([
                         "fetch",
                         "--no-color",
@@ -390,7 +389,7 @@ async fn concurrent_writers_never_leave_a_torn_entry_for_a_reader() {
     let writers: Vec<_> = (0..2).map(writer).collect();
     let mut reads = 0;
     while writers.iter().any(|w| !w.is_finished()) && reads < 400 {
-        let out = std::process::Command::new(&bin)
+        let out = rss_std(std::path::Path::new(&cache))
             .args([
                 "fetch",
                 "--content",

@@ -280,7 +280,6 @@ fn text_format_is_a_human_summary_without_colour_on_a_pipe() {
 
 #[test]
 fn a_closed_stdout_pipe_exits_quietly() {
-    let bin = assert_cmd::cargo::cargo_bin("rss");
     let mut big = String::from("<rss><channel><title>Big</title>");
     for i in 0..20_000 {
         big.push_str(&format!(
@@ -291,9 +290,8 @@ fn a_closed_stdout_pipe_exits_quietly() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.xml");
     std::fs::write(&path, big).unwrap();
-    let mut child = std::process::Command::new(bin)
+    let mut child = rss_std(dir.path())
         .args(["fetch", "--format", "ndjson", path.to_str().unwrap()])
-        .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -40,6 +40,8 @@ pub fn config(cache_dir: Option<&Path>) -> Config {
     .expect("test config");
     if cache_dir.is_none() {
         c.cache_dir = None;
+        // With no cache there is nowhere to share host state: this process's gate only.
+        c.host_state = rss::config::HostStateSetting::Off;
     }
     c
 }
@@ -113,14 +115,57 @@ pub async fn fixture_server() -> TestServer {
     .await
 }
 
-pub fn rss_cmd() -> assert_cmd::Command {
+/// The `rss` binary with a clean environment and a cache directory of its own (a fresh
+/// temporary directory, removed when the command is dropped): a test never writes outside
+/// temporary directories, and never inherits another test's host state.
+pub struct RssCmd {
+    cmd: assert_cmd::Command,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for RssCmd {
+    type Target = assert_cmd::Command;
+    fn deref(&self) -> &Self::Target {
+        &self.cmd
+    }
+}
+
+impl std::ops::DerefMut for RssCmd {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.cmd
+    }
+}
+
+/// Environment variables a test never inherits from the developer's shell.
+pub const RSS_ENV: [&str; 6] = [
+    "RSS_HOST_CONCURRENCY",
+    "RSS_MAX_COOLDOWN_SECS",
+    "RSS_MAX_GATE_WAIT_SECS",
+    "RSS_HOST_STATE",
+    "RSS_GATE_STORE",
+    "RSS_USER_AGENT",
+];
+
+pub fn rss_cmd() -> RssCmd {
+    let dir = tempfile::tempdir().expect("temp dir");
     let mut cmd = assert_cmd::Command::cargo_bin("rss").expect("binary");
-    cmd.env_remove("RSS_HOST_CONCURRENCY")
-        .env_remove("RSS_MAX_COOLDOWN_SECS")
-        .env_remove("RSS_MAX_GATE_WAIT_SECS")
-        .env_remove("RSS_CACHE_DIR")
+    for var in RSS_ENV {
+        cmd.env_remove(var);
+    }
+    cmd.env("RSS_CACHE_DIR", dir.path())
         .env("NO_COLOR", "1")
         .timeout(Duration::from_secs(120));
+    RssCmd { cmd, _dir: dir }
+}
+
+/// A `std::process::Command` for the binary with the same clean environment, and the
+/// cache directory `cache`.
+pub fn rss_std(cache: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rss"));
+    for var in RSS_ENV {
+        cmd.env_remove(var);
+    }
+    cmd.env("RSS_CACHE_DIR", cache).env("NO_COLOR", "1");
     cmd
 }
 

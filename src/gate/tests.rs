@@ -56,9 +56,12 @@ async fn a_cap_of_one_serializes_one_host() {
 async fn distinct_hosts_never_wait_on_each_other() {
     let gate = Gate::new(GateParams::default());
     let held = gate.acquire(&key("http://a.test/"), far()).await.unwrap();
-    held.record(Outcome::Refused {
-        retry_after: Some(secs(30)),
-    });
+    held.record(
+        Outcome::Refused {
+            retry_after: Some(secs(30)),
+        },
+        None,
+    );
     let other = gate.acquire(&key("http://b.test/"), far()).now_or_never();
     assert!(matches!(other, Some(Ok(_))));
 }
@@ -68,7 +71,7 @@ async fn a_cooldown_delays_only_its_host() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
     let p = gate.acquire(&a, far()).await.unwrap();
-    p.record(Outcome::Refused { retry_after: None });
+    p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     assert!(
         gate.acquire(&key("http://b.test/"), far())
@@ -85,12 +88,12 @@ async fn refusals_without_retry_after_climb_the_ladder() {
     let a = key("http://a.test/");
     let mut waits = Vec::new();
     let p = gate.acquire(&a, far()).await.unwrap();
-    p.record(Outcome::Refused { retry_after: None });
+    p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     for _ in 0..6 {
         let (p, took) = timed_acquire(&gate, &a).await;
         waits.push(took.as_secs());
-        p.record(Outcome::Refused { retry_after: None });
+        p.record(Outcome::Refused { retry_after: None }, None);
     }
     assert_eq!(waits, vec![2, 4, 8, 16, 32, 60]);
 }
@@ -124,7 +127,7 @@ async fn a_retry_after_taken_from_an_http_date_is_honoured() {
     let ra = crate::http::parse_retry_after(&header, now);
     assert_eq!(ra, Some(secs(7)));
     let p = gate.acquire(&a, far()).await.unwrap();
-    p.record(Outcome::Refused { retry_after: ra });
+    p.record(Outcome::Refused { retry_after: ra }, None);
     drop(p);
     let (_p, took) = timed_acquire(&gate, &a).await;
     assert_eq!(took, secs(7));
@@ -135,15 +138,18 @@ async fn warm_spacing_is_measured_from_the_response() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
     let p = gate.acquire(&a, far()).await.unwrap();
-    p.record(Outcome::Refused {
-        retry_after: Some(secs(3)),
-    });
+    p.record(
+        Outcome::Refused {
+            retry_after: Some(secs(3)),
+        },
+        None,
+    );
     drop(p);
     // The retry waits the 3 s Retry-After, the server takes 500 ms to answer it.
     let (p, took) = timed_acquire(&gate, &a).await;
     assert_eq!(took, secs(3));
     tokio::time::advance(Duration::from_millis(500)).await;
-    p.record(Outcome::Success);
+    p.record(Outcome::Success, None);
     drop(p);
     // The next sibling goes max(1 s, last Retry-After = 3 s) after that response.
     let (p, took) = timed_acquire(&gate, &a).await;
@@ -153,11 +159,11 @@ async fn warm_spacing_is_measured_from_the_response() {
     // Without a Retry-After, the spacing is the sticky 1 s.
     let b = key("http://b.test/");
     let p = gate.acquire(&b, far()).await.unwrap();
-    p.record(Outcome::Refused { retry_after: None });
+    p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     let (p, _) = timed_acquire(&gate, &b).await;
     tokio::time::advance(Duration::from_millis(250)).await;
-    p.record(Outcome::Success);
+    p.record(Outcome::Success, None);
     drop(p);
     let (_p, took) = timed_acquire(&gate, &b).await;
     assert_eq!(took, secs(1));
@@ -170,7 +176,7 @@ async fn a_host_that_never_refused_pays_nothing_between_sends() {
     for _ in 0..5 {
         let (p, took) = timed_acquire(&gate, &a).await;
         assert_eq!(took, Duration::ZERO);
-        p.record(Outcome::Success);
+        p.record(Outcome::Success, None);
     }
 }
 
@@ -179,18 +185,18 @@ async fn a_success_steps_the_depth_down_one_rung() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
     let p = gate.acquire(&a, far()).await.unwrap();
-    p.record(Outcome::Refused { retry_after: None });
+    p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     let (p, _) = timed_acquire(&gate, &a).await;
-    p.record(Outcome::Refused { retry_after: None });
+    p.record(Outcome::Refused { retry_after: None }, None);
     assert_eq!(p.depth(), 2);
     drop(p);
     let (p, _) = timed_acquire(&gate, &a).await;
-    p.record(Outcome::Success);
+    p.record(Outcome::Success, None);
     assert_eq!(p.depth(), 1);
     drop(p);
     let (p, _) = timed_acquire(&gate, &a).await;
-    p.record(Outcome::Refused { retry_after: None });
+    p.record(Outcome::Refused { retry_after: None }, None);
     assert_eq!(p.depth(), 2);
     assert_eq!(p.pacing(), secs(4));
 }
@@ -210,7 +216,7 @@ async fn eight_concurrent_refusals_reach_depth_eight() {
         .into_iter()
         .map(|p| {
             tokio::spawn(async move {
-                p.record(Outcome::Refused { retry_after: None });
+                p.record(Outcome::Refused { retry_after: None }, None);
                 p.depth()
             })
         })
@@ -220,7 +226,7 @@ async fn eight_concurrent_refusals_reach_depth_eight() {
         depths.push(t.await.unwrap());
     }
     assert_eq!(depths.iter().max(), Some(&8));
-    assert_eq!(gate.snapshot()[0].depth, 8);
+    assert_eq!(gate.state_of(&a).depth, 8);
 }
 
 #[tokio::test(start_paused = true)]
@@ -228,15 +234,15 @@ async fn a_refusal_after_the_warm_window_starts_from_the_base() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
     let p = gate.acquire(&a, far()).await.unwrap();
-    p.record(Outcome::Refused { retry_after: None });
+    p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     let (p, _) = timed_acquire(&gate, &a).await;
-    p.record(Outcome::Refused { retry_after: None });
+    p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     tokio::time::advance(secs(121)).await;
     let (p, took) = timed_acquire(&gate, &a).await;
     assert_eq!(took, Duration::ZERO);
-    p.record(Outcome::Refused { retry_after: None });
+    p.record(Outcome::Refused { retry_after: None }, None);
     assert_eq!(p.depth(), 1);
     assert_eq!(p.pacing(), secs(2));
 }
@@ -246,9 +252,12 @@ async fn a_wait_beyond_the_budget_fails_fast_without_sleeping() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
     let p = gate.acquire(&a, far()).await.unwrap();
-    p.record(Outcome::Refused {
-        retry_after: Some(secs(45)),
-    });
+    p.record(
+        Outcome::Refused {
+            retry_after: Some(secs(45)),
+        },
+        None,
+    );
     drop(p);
     let t0 = Instant::now();
     let err = gate.acquire(&a, t0 + secs(30)).await.unwrap_err();
@@ -262,9 +271,12 @@ async fn queued_siblings_of_a_warm_host_fail_fast_when_their_turn_is_too_late() 
     let gate = Arc::new(Gate::new(GateParams::default()));
     let a = key("http://a.test/");
     let p = gate.acquire(&a, far()).await.unwrap();
-    p.record(Outcome::Refused {
-        retry_after: Some(secs(10)),
-    });
+    p.record(
+        Outcome::Refused {
+            retry_after: Some(secs(10)),
+        },
+        None,
+    );
     drop(p);
     let holder = gate.acquire(&a, far()).await.unwrap();
     // One holder ahead, pacing 0 after its wait: the next turn is >= 10 s away.
@@ -283,10 +295,10 @@ async fn a_cancelled_acquire_releases_its_place_and_permit() {
     {
         let mut queued = Box::pin(gate.acquire(&a, far()));
         assert!(futures::poll!(queued.as_mut()).is_pending());
-        assert_eq!(gate.slot(&a).state().waiting, 1);
+        assert_eq!(gate.slot(&a).lock().1, 1);
     }
     // The dropped caller no longer counts as queued (it would inflate every estimate).
-    assert_eq!(gate.slot(&a).state().waiting, 0);
+    assert_eq!(gate.slot(&a).lock().1, 0);
     // A holder whose task is aborted frees the host too.
     drop(first);
     let g = gate.clone();
@@ -319,14 +331,14 @@ async fn a_retry_keeps_its_permit_and_waits_the_cooldown_it_taught() {
     let gate = Arc::new(Gate::new(GateParams::default()));
     let a = key("http://a.test/");
     let mut p = gate.acquire(&a, far()).await.unwrap();
-    p.record(Outcome::Refused { retry_after: None });
+    p.record(Outcome::Refused { retry_after: None }, None);
     // A sibling arriving now queues behind the retry.
     let mut sibling = Box::pin(gate.acquire(&a, far()));
     assert!(futures::poll!(sibling.as_mut()).is_pending());
     let t0 = Instant::now();
     p.pace(far()).await.unwrap();
     assert_eq!(t0.elapsed(), secs(2));
-    p.record(Outcome::Success);
+    p.record(Outcome::Success, None);
     drop(p);
     let t1 = Instant::now();
     let _s = sibling.await.unwrap();
@@ -338,9 +350,12 @@ async fn a_retry_whose_cooldown_passes_the_deadline_fails_at_once() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
     let mut p = gate.acquire(&a, far()).await.unwrap();
-    p.record(Outcome::Refused {
-        retry_after: Some(secs(20)),
-    });
+    p.record(
+        Outcome::Refused {
+            retry_after: Some(secs(20)),
+        },
+        None,
+    );
     let t0 = Instant::now();
     let err = p.pace(t0 + secs(10)).await.unwrap_err();
     assert_eq!(t0.elapsed(), Duration::ZERO);
@@ -357,8 +372,189 @@ async fn a_spent_budget_never_fails_a_host_with_nothing_to_wait_for() {
         .acquire(&a, spent)
         .await
         .expect("a willing host takes the send");
-    p.record(Outcome::Refused { retry_after: None });
+    p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     let err = gate.acquire(&a, spent).await.unwrap_err();
     assert_eq!(err.wait, secs(2));
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// One send that starts now and ends `after` later with `outcome`.
+async fn send(gate: &Gate, host: &HostKey, after: Duration, outcome: Outcome) -> Duration {
+    let t0 = Instant::now();
+    let mut p = gate.acquire(host, far()).await.unwrap();
+    let waited = t0.elapsed();
+    p.start_send();
+    tokio::time::sleep(after).await;
+    p.record(outcome, None);
+    waited
+}
+
+#[test]
+fn a_trailing_dot_names_the_same_host() {
+    assert_eq!(key("https://example.com./x"), key("https://example.com/y"));
+    assert_eq!(
+        HostKey::parse("Example.com:443").unwrap(),
+        key("https://example.com/")
+    );
+    assert_eq!(HostKey::parse("example.com"), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_gap_the_host_refused_is_never_sent_again_after_the_warm_window() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    send(&gate, &a, ms(10), Outcome::Success).await;
+    tokio::time::sleep(ms(290)).await;
+    // Sent 300 ms after the admitted send: refused, without Retry-After.
+    send(&gate, &a, ms(10), Outcome::Refused { retry_after: None }).await;
+    let floor = gate.state_of(&a).floor.unwrap();
+    assert!(floor > ms(300), "{floor:?}");
+    // Long after the host cooled down and the warm window lapsed...
+    tokio::time::sleep(secs(200)).await;
+    assert_eq!(
+        send(&gate, &a, ms(10), Outcome::Success).await,
+        Duration::ZERO
+    );
+    // ...the next send still waits out the floor from the last admitted send's start.
+    let waited = send(&gate, &a, ms(10), Outcome::Success).await;
+    assert_eq!(waited, floor - ms(10));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_floor_only_grows_and_is_capped() {
+    let p = GateParams::default();
+    let gate = Gate::new(p);
+    let a = key("http://a.test/");
+    send(&gate, &a, ms(1), Outcome::Success).await;
+    tokio::time::sleep(secs(500)).await;
+    send(&gate, &a, ms(1), Outcome::Refused { retry_after: None }).await;
+    assert_eq!(gate.state_of(&a).floor, Some(p.max_cooldown));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_queued_caller_waits_for_a_slow_holder_on_a_host_that_never_refused() {
+    let gate = Arc::new(Gate::new(GateParams::default()));
+    let a = key("http://a.test/");
+    let holder = gate.acquire(&a, far()).await.unwrap();
+    let g = gate.clone();
+    let k = a.clone();
+    let t0 = Instant::now();
+    // Budget 10 s, holder busy for 100 s: merely slow, so it is waited for.
+    let queued = tokio::spawn(async move { g.acquire(&k, Instant::now() + secs(10)).await });
+    tokio::time::sleep(secs(100)).await;
+    holder.record(Outcome::Success, None);
+    drop(holder);
+    let got = queued.await.unwrap();
+    assert!(got.is_ok());
+    assert_eq!(t0.elapsed(), secs(100));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_queued_caller_fails_at_once_when_a_refusal_pushes_its_turn_past_the_budget() {
+    let gate = Arc::new(Gate::new(GateParams::default()));
+    let a = key("http://a.test/");
+    let holder = gate.acquire(&a, far()).await.unwrap();
+    let g = gate.clone();
+    let k = a.clone();
+    let queued = tokio::spawn(async move { g.acquire(&k, Instant::now() + secs(10)).await });
+    tokio::time::sleep(secs(3)).await;
+    let t_refused = Instant::now();
+    holder.record(
+        Outcome::Refused {
+            retry_after: Some(secs(30)),
+        },
+        None,
+    );
+    let err = queued.await.unwrap().unwrap_err();
+    // It failed when the refusal was learned, not at its deadline.
+    assert_eq!(t_refused.elapsed(), Duration::ZERO);
+    assert!(err.wait >= secs(30), "{:?}", err.wait);
+    drop(holder);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_send_cancelled_in_flight_still_spaces_the_next_sibling_of_a_warm_host() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    send(&gate, &a, ms(5), Outcome::Refused { retry_after: None }).await;
+    tokio::time::sleep(secs(2)).await;
+    let mut p = gate.acquire(&a, far()).await.unwrap();
+    p.start_send();
+    // Cancelled: nothing is recorded.
+    drop(p);
+    let t0 = Instant::now();
+    let _next = gate.acquire(&a, far()).await.unwrap();
+    assert_eq!(t0.elapsed(), secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_holders_of_a_warm_host_are_spaced_not_released_together() {
+    let gate = Arc::new(Gate::new(GateParams {
+        host_concurrency: 2,
+        ..GateParams::default()
+    }));
+    let a = key("http://a.test/");
+    send(
+        &gate,
+        &a,
+        ms(5),
+        Outcome::Refused {
+            retry_after: Some(secs(4)),
+        },
+    )
+    .await;
+    let mut starts = Vec::new();
+    let mut tasks = Vec::new();
+    for _ in 0..2 {
+        let g = gate.clone();
+        let k = a.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut p = g.acquire(&k, far()).await.unwrap();
+            p.start_send();
+            let at = Instant::now();
+            tokio::time::sleep(secs(30)).await;
+            drop(p);
+            at
+        }));
+    }
+    for t in tasks {
+        starts.push(t.await.unwrap());
+    }
+    starts.sort();
+    // Spacing 4 s shared by two holders: 2 s apart, not together.
+    assert_eq!(starts[1] - starts[0], secs(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn idle_hosts_are_pruned_from_a_long_lived_gate() {
+    let gate = Gate::new(GateParams::default());
+    for i in 0..2000 {
+        let k = key(&format!("http://h{i}.test/"));
+        send(&gate, &k, ms(1), Outcome::Success).await;
+    }
+    assert!(
+        gate.tracked_hosts() <= super::PRUNE_ABOVE + 1,
+        "{}",
+        gate.tracked_hosts()
+    );
+    // A host with something to remember is kept.
+    let strict = key("http://strict.test/");
+    send(
+        &gate,
+        &strict,
+        ms(1),
+        Outcome::Refused {
+            retry_after: Some(secs(50)),
+        },
+    )
+    .await;
+    for i in 2000..3000 {
+        let k = key(&format!("http://h{i}.test/"));
+        send(&gate, &k, ms(1), Outcome::Success).await;
+    }
+    assert_eq!(gate.state_of(&strict).depth, 1);
 }

@@ -1,0 +1,177 @@
+//! The clap definitions: every command, flag and argument, as plain data.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::feed::ContentFormat;
+use crate::output::Format;
+
+/// Fetch RSS, Atom and JSON feeds on request and print clean, stable JSON.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rss",
+    version,
+    about,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub(super) global: GlobalArgs,
+    #[command(subcommand)]
+    pub(super) command: Command,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct GlobalArgs {
+    /// Cache directory (default: the OS cache dir; env RSS_CACHE_DIR).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(super) cache_dir: Option<PathBuf>,
+    /// Print nothing on stderr but errors; no progress bar.
+    #[arg(short, long, global = true)]
+    pub(super) quiet: bool,
+    /// Log more on stderr (-v info, -vv debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(super) verbose: u8,
+    /// User-Agent header (default: rss/VERSION (+repository URL)).
+    #[arg(long, global = true, value_name = "UA")]
+    pub(super) user_agent: Option<String>,
+    /// Requests in flight across all hosts.
+    #[arg(long, global = true, value_name = "N")]
+    pub(super) concurrency: Option<usize>,
+    /// Requests in flight per host (env RSS_HOST_CONCURRENCY; default 1).
+    #[arg(long, global = true, value_name = "N")]
+    pub(super) host_concurrency: Option<usize>,
+    /// Longest wait for a host before failing with RATE_LIMITED, seconds (env RSS_MAX_GATE_WAIT_SECS; default 60).
+    #[arg(long, global = true, value_name = "SECS")]
+    pub(super) max_gate_wait: Option<u64>,
+    /// Time limit for connecting and for reading a response, seconds.
+    #[arg(long, global = true, value_name = "SECS")]
+    pub(super) timeout: Option<f64>,
+    /// Largest response body accepted, in bytes after decoding (default 20 MiB).
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub(super) max_body_bytes: Option<u64>,
+    /// Never colour text output (NO_COLOR is honoured too).
+    #[arg(long, global = true)]
+    pub(super) no_color: bool,
+    /// Keep what the gate learns about hosts inside this process instead of sharing it with
+    /// every rss process using the same cache directory (env RSS_HOST_STATE=off).
+    #[arg(long, global = true)]
+    pub(super) no_host_state: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum Command {
+    /// Fetch feeds and print their items.
+    Fetch(FetchArgs),
+    /// List the feeds a web page advertises.
+    Discover {
+        /// The page (http(s) URL or local file).
+        site_url: String,
+    },
+    /// Print one item by id, guid or URL (from the cache when it has it).
+    Show(ShowArgs),
+    /// Print the JSON Schema of a command's output.
+    Schema {
+        /// fetch, ndjson, ndjson-records, discover, show, cache-list or hosts.
+        #[arg(long, value_name = "COMMAND", default_value = "fetch")]
+        command: String,
+    },
+    /// Inspect or clear the cache.
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
+    /// Show what the gate has learned about each host (shared by every rss process), or
+    /// forget it.
+    Hosts {
+        #[command(subcommand)]
+        action: Option<HostsAction>,
+    },
+    /// Serve the tools over MCP on stdin/stdout.
+    Mcp,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum HostsAction {
+    /// Forget the learned state of HOST (host:port or a URL), or of every host.
+    Clear {
+        /// The host; every host when absent.
+        host: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum CacheAction {
+    /// Print the cache directory.
+    Path,
+    /// List cached feeds as JSON.
+    List,
+    /// Remove cached feeds.
+    Clear {
+        /// Only entries fetched longer ago than this (30m, 2h, 7d).
+        #[arg(long, value_name = "DUR")]
+        older_than: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(super) struct FetchArgs {
+    /// Feed URLs or local files; `-` reads URLs from stdin.
+    pub(super) urls: Vec<String>,
+    /// Read URLs from FILE (one a line, # comments).
+    #[arg(long, value_name = "FILE")]
+    pub(super) input: Vec<PathBuf>,
+    /// Read feed URLs from an OPML file.
+    #[arg(long, value_name = "FILE")]
+    pub(super) opml: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "json")]
+    pub(super) format: Format,
+    /// With --format ndjson: tagged item / error / summary records.
+    #[arg(long)]
+    pub(super) ndjson_records: bool,
+    /// How item bodies are returned.
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub(super) content: ContentFormat,
+    /// Cut each body to N characters.
+    #[arg(long, value_name = "N")]
+    pub(super) max_content_chars: Option<usize>,
+    /// At most N items per feed, newest first.
+    #[arg(long, value_name = "N")]
+    pub(super) limit: Option<usize>,
+    /// Only items since: 30m, 2h, 7d, 2026-06-01 or an RFC 3339 time.
+    #[arg(long, value_name = "WHEN")]
+    pub(super) since: Option<String>,
+    /// Serve cached copies younger than DUR with no request.
+    #[arg(long, value_name = "DUR")]
+    pub(super) max_age: Option<String>,
+    /// Revalidate now, whatever --max-age says.
+    #[arg(long, conflicts_with = "no_cache")]
+    pub(super) refresh: bool,
+    /// Neither read nor write the cache.
+    #[arg(long)]
+    pub(super) no_cache: bool,
+    /// When the origin fails, serve the cached copy as `stale`.
+    #[arg(long)]
+    pub(super) stale_if_error: bool,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ShowArgs {
+    /// The feed (URL or local file).
+    pub(super) feed_url: String,
+    /// The item's id, guid or URL.
+    #[arg(long)]
+    pub(super) id: String,
+    /// Fetch the feed live instead of using the cache.
+    #[arg(long)]
+    pub(super) refresh: bool,
+    /// How the body is returned.
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub(super) content: ContentFormat,
+    /// Cut the body to N characters.
+    #[arg(long, value_name = "N")]
+    pub(super) max_content_chars: Option<usize>,
+}

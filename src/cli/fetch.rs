@@ -1,0 +1,144 @@
+//! `rss fetch`: validated options, every input gathered, the batch run with a progress bar.
+
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+
+use tracing_indicatif::span_ext::IndicatifSpanExt;
+
+use super::args::FetchArgs;
+use super::emit_code;
+use crate::config::{Config, parse_duration};
+use crate::error::{Error, Result, exit};
+use crate::feed::{RenderOptions, Selection, parse_since};
+use crate::inputs::{self, Input};
+use crate::model::FeedStatus;
+use crate::ops::{self, CacheMode, Context, FetchOptions};
+use crate::output::{self, Format};
+
+/// Validated fetch parameters, built from the arguments before any I/O.
+fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
+    let since = args
+        .since
+        .as_deref()
+        .map(|s| parse_since(s, chrono::Utc::now()))
+        .transpose()?;
+    let cache = if args.no_cache {
+        CacheMode::Off
+    } else if args.refresh {
+        CacheMode::Refresh
+    } else if let Some(s) = &args.max_age {
+        CacheMode::MaxAge(parse_duration(s).ok_or_else(|| {
+            Error::usage(format!(
+                "--max-age {s:?} is not a duration (90s, 30m, 2h, 7d)"
+            ))
+        })?)
+    } else {
+        CacheMode::Revalidate
+    };
+    if args.ndjson_records && args.format != Format::Ndjson {
+        return Err(Error::usage("--ndjson-records needs --format ndjson"));
+    }
+    Ok(FetchOptions {
+        selection: Selection {
+            since,
+            limit: args.limit,
+        },
+        render: RenderOptions {
+            format: args.content,
+            max_content_chars: args.max_content_chars,
+        },
+        cache,
+        stale_if_error: args.stale_if_error,
+    })
+}
+
+fn read_text(path: &PathBuf, what: &str) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| Error::Usage {
+        message: format!("cannot read the {what} file {}: {e}", path.display()),
+    })?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn gather_inputs(args: &FetchArgs) -> Result<Vec<Input>> {
+    let mut raw: Vec<String> = Vec::new();
+    for u in &args.urls {
+        if u == "-" {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| Error::usage(format!("cannot read URLs from stdin: {e}")))?;
+            raw.extend(inputs::list_lines(&text));
+        } else {
+            raw.push(u.clone());
+        }
+    }
+    for path in &args.input {
+        raw.extend(inputs::list_lines(&read_text(path, "--input")?));
+    }
+    for path in &args.opml {
+        raw.extend(inputs::opml_urls(&read_text(path, "--opml")?)?);
+    }
+    if raw.is_empty() {
+        return Err(Error::usage(
+            "no feeds given: pass URLs or files, `-` for stdin, --input FILE or --opml FILE",
+        ));
+    }
+    Ok(inputs::merge(raw))
+}
+
+pub(super) async fn fetch(
+    args: FetchArgs,
+    config: Config,
+    quiet: bool,
+    color: bool,
+    pretty: bool,
+) -> Result<u8> {
+    let opts = fetch_options(&args)?;
+    let inputs = gather_inputs(&args)?;
+    let total = inputs.len();
+    let ctx = Context::new(config)?;
+    let show_bar = !quiet && total > 3 && std::io::stderr().is_terminal();
+    let span = tracing::info_span!("fetch", indicatif.pb_show = tracing::field::Empty);
+    if show_bar {
+        span.pb_set_style(
+            &indicatif::ProgressStyle::with_template(
+                "{spinner} {pos}/{len} feeds {wide_bar} {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        span.pb_set_length(total as u64);
+    }
+    let _entered = show_bar.then(|| span.enter());
+    let gate = ctx.client.gate();
+    let progress = |done: usize, _total: usize| {
+        if show_bar {
+            span.pb_set_position(done as u64);
+            let cooling = gate.cooling_hosts();
+            if cooling > 0 {
+                span.pb_set_message(&format!("{cooling} hosts cooling down"));
+            } else {
+                span.pb_set_message("");
+            }
+        }
+    };
+    let out = ops::fetch_feeds(&ctx, inputs, &opts, &progress).await;
+    // The bar goes away with its span, before anything is printed.
+    drop(_entered);
+    drop(span);
+    let failed = out
+        .feeds
+        .iter()
+        .filter(|f| f.status == FeedStatus::Error)
+        .count();
+    let code = if failed == 0 {
+        exit::OK
+    } else if failed == out.feeds.len() {
+        exit::ALL_FAILED
+    } else {
+        exit::PARTIAL
+    };
+    emit_code(
+        |w| output::write_fetch(w, &out, args.format, args.ndjson_records, pretty, color),
+        code,
+    )
+}

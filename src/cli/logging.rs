@@ -1,0 +1,28 @@
+//! Logs on stderr (never stdout), through the progress bar's writer so they do not tear it.
+
+use std::io::IsTerminal;
+
+/// Sets up logging: `-q` errors only, `-v` info, `-vv` debug (`RUST_LOG` overrides).
+pub(super) fn init(quiet: bool, verbose: u8) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer};
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, _) => "debug",
+    };
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("rss={level}")));
+    let indicatif = tracing_indicatif::IndicatifLayer::new();
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(indicatif.get_stderr_writer())
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(indicatif.with_filter(tracing_indicatif::filter::IndicatifFilter::new(false)))
+        .try_init();
+}

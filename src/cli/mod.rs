@@ -1,0 +1,183 @@
+//! The command-line surface: arguments parsed once into parameters, then handed to `ops`.
+//!
+//! - `args`    — the clap definitions
+//! - `fetch`   — `rss fetch`: options, inputs, the progress bar
+//! - `logging` — logs on stderr
+
+mod args;
+mod fetch;
+mod logging;
+
+use std::io::{IsTerminal, Write};
+
+use clap::Parser;
+
+use crate::config::{Config, Overrides, parse_duration};
+use crate::error::{Error, Result, exit};
+use crate::feed::RenderOptions;
+use crate::ops::{self, Context, ShowOptions};
+use crate::output::{self, SchemaKind};
+use args::{CacheAction, Cli, Command, GlobalArgs, HostsAction};
+
+/// Runs the CLI and returns the process exit code; the only place errors become codes.
+pub fn main() -> std::process::ExitCode {
+    std::process::ExitCode::from(run_main())
+}
+
+fn run_main() -> u8 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return exit::OK;
+            }
+            let rendered = e.render().to_string();
+            let message = rendered.trim().trim_start_matches("error: ");
+            let message = message.split("\n\n").next().unwrap_or(message);
+            return report(&Error::usage(message));
+        }
+    };
+    logging::init(cli.global.quiet, cli.global.verbose);
+    let config = match Config::from_env(overrides(&cli.global)) {
+        Ok(c) => c,
+        Err(e) => return report(&e),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return report(&Error::internal(format!("cannot start the runtime: {e}"))),
+    };
+    match runtime.block_on(run(cli, config)) {
+        Ok(code) => code,
+        Err(e) => report(&e),
+    }
+}
+
+/// Prints an error object on stderr and returns its exit code.
+fn report(e: &Error) -> u8 {
+    let obj = e.to_object(None);
+    let mut err = std::io::stderr().lock();
+    let _ = output::write_json(&mut err, &obj, false);
+    match e.code() {
+        crate::error::ErrorCode::Usage => exit::USAGE,
+        crate::error::ErrorCode::Internal => exit::INTERNAL,
+        _ => exit::ALL_FAILED,
+    }
+}
+
+fn overrides(g: &GlobalArgs) -> Overrides {
+    Overrides {
+        host_concurrency: g.host_concurrency,
+        max_gate_wait_secs: g.max_gate_wait,
+        timeout_secs: g.timeout,
+        max_body_bytes: g.max_body_bytes,
+        user_agent: g.user_agent.clone(),
+        concurrency: g.concurrency,
+        cache_dir: g.cache_dir.clone(),
+        no_host_state: g.no_host_state,
+    }
+}
+
+async fn run(cli: Cli, config: Config) -> Result<u8> {
+    let g = cli.global;
+    let color = !g.no_color
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::io::stdout().is_terminal();
+    let pretty = std::io::stdout().is_terminal();
+    match cli.command {
+        Command::Fetch(args) => fetch::fetch(args, config, g.quiet, color, pretty).await,
+        Command::Discover { site_url } => {
+            let ctx = Context::new(config)?;
+            let out = ops::discover(&ctx, &site_url).await?;
+            emit(|w| output::write_json(w, &out, pretty))
+        }
+        Command::Show(args) => {
+            let ctx = Context::new(config)?;
+            let opts = ShowOptions {
+                refresh: args.refresh,
+                render: RenderOptions {
+                    format: args.content,
+                    max_content_chars: args.max_content_chars,
+                },
+            };
+            let out = ops::show_item(&ctx, &args.feed_url, &args.id, opts).await?;
+            emit(|w| output::write_json(w, &out, pretty))
+        }
+        Command::Schema { command } => {
+            let kind = SchemaKind::parse(&command)?;
+            emit(|w| output::write_json(w, &output::schema(kind), true))
+        }
+        Command::Cache { action } => {
+            let ctx = Context::new(config)?;
+            match action {
+                CacheAction::Path => {
+                    let dir = ctx
+                        .config
+                        .cache_dir
+                        .as_ref()
+                        .ok_or_else(|| Error::usage("no cache directory is known"))?;
+                    let dir = dir.display().to_string();
+                    emit(|w| writeln!(w, "{dir}"))
+                }
+                CacheAction::List => {
+                    let out = ops::cache_list(&ctx).await?;
+                    emit(|w| output::write_json(w, &out, pretty))
+                }
+                CacheAction::Clear { older_than } => {
+                    let older = older_than
+                        .map(|s| {
+                            parse_duration(&s).ok_or_else(|| {
+                                Error::usage(format!(
+                                    "--older-than {s:?} is not a duration (30m, 2h, 7d)"
+                                ))
+                            })
+                        })
+                        .transpose()?;
+                    let removed = ops::cache_clear(&ctx, older).await?;
+                    emit(|w| {
+                        output::write_json(w, &serde_json::json!({ "removed": removed }), false)
+                    })
+                }
+            }
+        }
+        Command::Hosts { action } => {
+            let ctx = Context::new(config)?;
+            match action {
+                None => {
+                    let out = ops::hosts_list(&ctx).await?;
+                    emit(|w| output::write_json(w, &out, pretty))
+                }
+                Some(HostsAction::Clear { host }) => {
+                    let removed = ops::hosts_clear(&ctx, host.as_deref()).await?;
+                    emit(|w| {
+                        output::write_json(w, &serde_json::json!({ "removed": removed }), false)
+                    })
+                }
+            }
+        }
+        Command::Mcp => {
+            let ctx = Context::new(config)?;
+            crate::mcp::serve(ctx).await?;
+            Ok(exit::OK)
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe ends the run quietly.
+fn emit(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<u8> {
+    emit_code(f, exit::OK)
+}
+
+fn emit_code(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>, code: u8) -> Result<u8> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    match f(&mut out).and_then(|_| out.flush()) {
+        Ok(()) => Ok(code),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(code),
+        Err(e) => Err(Error::io("cannot write to", "stdout", e)),
+    }
+}

@@ -1,0 +1,406 @@
+//! The per-host request gate: permits, pacing and learned cooldowns.
+//!
+//! Every network send takes a [`Permit`] for its host first. The gate never does I/O and
+//! never reads the environment; it decides when a send may happen and learns from the
+//! events it is told about. What it learns can be shared with other processes through a
+//! store (`crate::hosts`), which hands states back with [`Gate::adopt`].
+
+mod state;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use url::Url;
+
+pub(crate) use state::{Event, HostState, newer};
+pub use state::{Outcome, cooldown, floor_gap, warm_spacing};
+
+/// Slots kept before idle ones are pruned (a long-lived server meets many hosts).
+const PRUNE_ABOVE: usize = 256;
+
+/// The gate's tunables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GateParams {
+    /// Concurrent sends per host (`HOST_MAX_CONCURRENCY`); 0 is treated as 1.
+    pub host_concurrency: usize,
+    /// First rung of the ladder when a refusal has no `Retry-After`.
+    pub base_cooldown: Duration,
+    /// Cap on any learned cooldown (and on the learned floor).
+    pub max_cooldown: Duration,
+    /// Least gap between a response and the next send while a host is warm.
+    pub sticky_spacing: Duration,
+    /// How long a host stays warm after its last refusal.
+    pub warm_window: Duration,
+    /// The longest a call may wait before its send (permit queue and pacing together).
+    pub max_gate_wait: Duration,
+}
+
+impl Default for GateParams {
+    fn default() -> Self {
+        GateParams {
+            host_concurrency: 1,
+            base_cooldown: Duration::from_secs(2),
+            max_cooldown: Duration::from_secs(60),
+            sticky_spacing: Duration::from_secs(1),
+            warm_window: Duration::from_secs(120),
+            max_gate_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A host as the gate sees it: lowercased `host:port`, default port filled in, no
+/// trailing dot.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostKey(String);
+
+impl HostKey {
+    /// The key of `url`'s authority, or `None` for a URL without a host.
+    pub fn from_url(url: &Url) -> Option<HostKey> {
+        let host = url.host_str()?.to_ascii_lowercase();
+        // `example.com.` and `example.com` are one host.
+        let host = host.trim_end_matches('.');
+        if host.is_empty() {
+            return None;
+        }
+        let port = url.port_or_known_default()?;
+        Some(HostKey(format!("{host}:{port}")))
+    }
+
+    /// A key as written by [`HostKey::as_str`] (`host:port`), or `None` when it is not one.
+    pub fn parse(s: &str) -> Option<HostKey> {
+        let url = Url::parse(&format!("http://{}/", s.trim())).ok()?;
+        let key = HostKey::from_url(&url)?;
+        // A key names its port: `example.com` alone is not a key.
+        s.trim()
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse::<u16>().ok())?;
+        Some(key)
+    }
+
+    /// The key as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for HostKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The gate declined: waiting for this host would pass the call's deadline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Throttled {
+    /// The host.
+    pub host: HostKey,
+    /// How long from now until the host could take this call, at least.
+    pub wait: Duration,
+}
+
+#[derive(Debug)]
+struct HostSlot {
+    permits: Arc<Semaphore>,
+    state: Mutex<(HostState, usize)>,
+    /// Signalled whenever the state changes, so queued callers re-estimate their wait.
+    changed: Notify,
+}
+
+impl HostSlot {
+    fn lock(&self) -> MutexGuard<'_, (HostState, usize)> {
+        // Every update is a few assignments, so a poisoned lock is still consistent.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The shared per-host gate.
+#[derive(Debug)]
+pub struct Gate {
+    params: GateParams,
+    slots: Mutex<HashMap<HostKey, Arc<HostSlot>>>,
+}
+
+impl Gate {
+    /// A gate with these parameters and no learned state.
+    pub fn new(mut params: GateParams) -> Gate {
+        params.host_concurrency = params.host_concurrency.max(1);
+        Gate {
+            params,
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The parameters in force.
+    pub fn params(&self) -> &GateParams {
+        &self.params
+    }
+
+    fn slot(&self, key: &HostKey) -> Arc<HostSlot> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = slots.get(key) {
+            return slot.clone();
+        }
+        if slots.len() >= PRUNE_ABOVE {
+            let now = Instant::now();
+            let p = self.params;
+            // Only slots nobody holds, waits on, or needs to remember go.
+            slots.retain(|_, s| {
+                Arc::strong_count(s) > 1 || s.permits.available_permits() < p.host_concurrency || {
+                    let state = &s.lock().0;
+                    state.is_learned() && !state.is_expired(&p, now)
+                }
+            });
+        }
+        slots
+            .entry(key.clone())
+            .or_insert_with(|| {
+                Arc::new(HostSlot {
+                    permits: Arc::new(Semaphore::new(self.params.host_concurrency)),
+                    state: Mutex::new((HostState::default(), 0)),
+                    changed: Notify::new(),
+                })
+            })
+            .clone()
+    }
+
+    /// Hosts the gate holds a slot for (a pruned, idle host is not counted).
+    pub fn tracked_hosts(&self) -> usize {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Waits for `key`'s turn and returns the permit to send. It fails at once, without
+    /// waiting, when the turn is known to come after `deadline`: on entry, and again each
+    /// time the host's state changes while it queues. A host that is merely slow (its
+    /// permit held by a long send) is waited for.
+    pub async fn acquire(&self, key: &HostKey, deadline: Instant) -> Result<Permit, Throttled> {
+        let started = Instant::now();
+        let slot = self.slot(key);
+        let throttled = |wait: Duration| Throttled {
+            host: key.clone(),
+            wait,
+        };
+        {
+            let mut guard = slot.lock();
+            let now = Instant::now();
+            let ahead = guard.1 + self.holders(&slot);
+            let estimate = self.estimate(&guard.0, now, ahead);
+            // Nothing to wait for is never a reason to fail: a batch that spent its budget
+            // on a slow but willing host still sends to it.
+            if !estimate.is_zero() && now + estimate > deadline {
+                return Err(throttled(estimate));
+            }
+            guard.1 += 1;
+        }
+        let waiting = WaitingGuard(&slot);
+        let acquire = slot.permits.clone().acquire_owned();
+        tokio::pin!(acquire);
+        let permit = loop {
+            let changed = slot.changed.notified();
+            tokio::select! {
+                biased;
+                p = &mut acquire => match p {
+                    Ok(p) => break p,
+                    Err(_) => return Err(throttled(self.params.sticky_spacing)),
+                },
+                () = changed => {
+                    let guard = slot.lock();
+                    let now = Instant::now();
+                    let ahead = guard.1.saturating_sub(1) + self.holders(&slot);
+                    let estimate = self.estimate(&guard.0, now, ahead);
+                    if !estimate.is_zero() && now + estimate > deadline {
+                        return Err(throttled(estimate));
+                    }
+                }
+            }
+        };
+        drop(waiting);
+        let mut permit = Permit {
+            key: key.clone(),
+            slot,
+            params: self.params,
+            _permit: permit,
+            waited: Duration::ZERO,
+            sent_at: None,
+        };
+        permit.pace(deadline).await?;
+        permit.waited = started.elapsed();
+        Ok(permit)
+    }
+
+    fn holders(&self, slot: &HostSlot) -> usize {
+        self.params
+            .host_concurrency
+            .saturating_sub(slot.permits.available_permits())
+    }
+
+    /// A lower bound of the wait of a caller with `ahead` callers before it.
+    fn estimate(&self, state: &HostState, now: Instant, ahead: usize) -> Duration {
+        let pacing = state.pacing(now);
+        if !state.is_warm(now) {
+            return pacing;
+        }
+        let turns = (ahead / self.params.host_concurrency) as u32;
+        pacing + warm_spacing(&self.params, state.last_retry_after).saturating_mul(turns)
+    }
+
+    /// A lower bound of the wait of a caller behind one current holder of `key` (another
+    /// process's send, say): the pacing, and one spacing while the host is warm.
+    pub(crate) fn estimate_behind_one(&self, key: &HostKey, now: Instant) -> Duration {
+        let slot = self.slot(key);
+        let guard = slot.lock();
+        self.estimate(&guard.0, now, self.params.host_concurrency)
+    }
+
+    /// What the gate knows about `key` now.
+    pub(crate) fn state_of(&self, key: &HostKey) -> HostState {
+        self.slot(key).lock().0.clone()
+    }
+
+    /// Takes `shared` (a store's view of the host) when it is newer than what this process
+    /// knows, and wakes queued callers to re-estimate.
+    pub(crate) fn adopt(&self, key: &HostKey, shared: Option<HostState>) {
+        let Some(shared) = shared else { return };
+        let slot = self.slot(key);
+        let changed = {
+            let mut guard = slot.lock();
+            let chosen = newer(Some(guard.0.clone()), Some(shared)).unwrap_or_default();
+            let changed = chosen != guard.0;
+            guard.0 = chosen;
+            changed
+        };
+        if changed {
+            slot.changed.notify_waiters();
+        }
+    }
+
+    /// Forgets `key` in this process (or every host).
+    pub(crate) fn forget(&self, key: Option<&HostKey>) {
+        let slots: Vec<Arc<HostSlot>> = {
+            let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots
+                .iter()
+                .filter(|(k, _)| key.is_none_or(|key| key == *k))
+                .map(|(_, s)| s.clone())
+                .collect()
+        };
+        for s in slots {
+            s.lock().0 = HostState::default();
+            s.changed.notify_waiters();
+        }
+    }
+
+    /// Hosts that may not be sent to right now.
+    pub fn cooling_hosts(&self) -> usize {
+        let slots: Vec<Arc<HostSlot>> = {
+            let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.values().cloned().collect()
+        };
+        let now = Instant::now();
+        slots
+            .iter()
+            .filter(|s| !s.lock().0.pacing(now).is_zero())
+            .count()
+    }
+}
+
+struct WaitingGuard<'a>(&'a HostSlot);
+
+impl Drop for WaitingGuard<'_> {
+    fn drop(&mut self) {
+        let mut g = self.0.lock();
+        g.1 = g.1.saturating_sub(1);
+    }
+}
+
+/// The right to send to one host; released on drop, so a cancelled call frees its host.
+#[derive(Debug)]
+pub struct Permit {
+    key: HostKey,
+    slot: Arc<HostSlot>,
+    params: GateParams,
+    _permit: OwnedSemaphorePermit,
+    waited: Duration,
+    sent_at: Option<Instant>,
+}
+
+impl Permit {
+    /// The host this permit is for.
+    pub fn host(&self) -> &HostKey {
+        &self.key
+    }
+
+    /// Time spent waiting for this permit (queue and pacing).
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    /// Sleeps until the host's next allowed send, keeping the permit (so this call stays
+    /// at the front of the host's queue); fails at once if that is after `deadline`.
+    /// Returns the time slept.
+    pub async fn pace(&mut self, deadline: Instant) -> Result<Duration, Throttled> {
+        let mut slept = Duration::ZERO;
+        loop {
+            let (now, wait) = {
+                let now = Instant::now();
+                (now, self.slot.lock().0.pacing(now))
+            };
+            if wait.is_zero() {
+                return Ok(slept);
+            }
+            if now + wait > deadline {
+                return Err(Throttled {
+                    host: self.key.clone(),
+                    wait,
+                });
+            }
+            tokio::time::sleep_until(now + wait).await;
+            let took = now.elapsed();
+            slept += took;
+            self.waited += took;
+        }
+    }
+
+    /// Records that the send starts now; returns the event (for a shared store).
+    pub(crate) fn start_send(&mut self) -> Event {
+        let at = Instant::now();
+        self.sent_at = Some(at);
+        let event = Event::SendStart { at };
+        self.apply(event);
+        event
+    }
+
+    /// Tells the gate how the send went (call it when the response or failure arrives);
+    /// returns the event (for a shared store).
+    pub(crate) fn record(&self, outcome: Outcome, status: Option<u16>) -> Event {
+        let at = Instant::now();
+        let event = Event::Ended {
+            sent_at: self.sent_at.unwrap_or(at),
+            at,
+            outcome,
+            status,
+        };
+        self.apply(event);
+        event
+    }
+
+    fn apply(&self, event: Event) {
+        self.slot.lock().0.apply(&self.params, event);
+        self.slot.changed.notify_waiters();
+    }
+
+    /// The host's current escalation depth.
+    pub fn depth(&self) -> u32 {
+        self.slot.lock().0.depth
+    }
+
+    /// How long until the host's next allowed send.
+    pub fn pacing(&self) -> Duration {
+        self.slot.lock().0.pacing(Instant::now())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,213 @@
+//! What the gate knows about one host, and how each event changes it: pure functions of
+//! the state, the parameters and the time they are given.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::GateParams;
+
+/// The least margin by which a send clears a gap the host once refused.
+const FLOOR_MARGIN: Duration = Duration::from_millis(50);
+
+/// What a send taught the gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The host answered and did not refuse (2xx, 3xx, 304, or an HTTP error that is not a
+    /// throttle).
+    Success,
+    /// The host refused (`429`, `403`, a `503` with `Retry-After`): it wants to be left alone.
+    Refused {
+        /// The server's `Retry-After`, already parsed.
+        retry_after: Option<Duration>,
+    },
+    /// No answer (network failure): spacing still applies to a warm host.
+    Failed,
+}
+
+/// Something that happened to a host, as the gate records it (locally, and in a shared
+/// store by applying the same event to the stored state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// A send started at `at` (counted from its start, so a cancelled send still spaces
+    /// the next one).
+    SendStart { at: Instant },
+    /// The send that started at `sent_at` ended at `at` with `outcome`.
+    Ended {
+        sent_at: Instant,
+        at: Instant,
+        outcome: Outcome,
+        status: Option<u16>,
+    },
+}
+
+/// Everything the gate has learned about one host.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct HostState {
+    /// No send before this instant.
+    pub next_allowed: Option<Instant>,
+    /// The host refused recently: siblings are spaced until then.
+    pub warm_until: Option<Instant>,
+    /// Refusals in a row, stepped down one rung per success.
+    pub depth: u32,
+    /// The host's last `Retry-After`, capped.
+    pub last_retry_after: Option<Duration>,
+    /// The learned floor: the least gap after an admitted send, just wider than the widest
+    /// gap the host refused (capped at `max_cooldown`).
+    pub floor: Option<Duration>,
+    /// When the last send the host admitted started.
+    pub last_admitted: Option<Instant>,
+    /// The last HTTP status the host answered.
+    pub last_status: Option<u16>,
+    /// When this state last changed.
+    pub updated: Option<Instant>,
+}
+
+/// The cooldown after a refusal at escalation `depth` (1 for the first refusal).
+///
+/// The server's `Retry-After` wins, capped at `max_cooldown` with no floor; without it the
+/// ladder is `base · 2^(depth−1)`, capped.
+pub fn cooldown(params: &GateParams, depth: u32, retry_after: Option<Duration>) -> Duration {
+    if let Some(ra) = retry_after {
+        return ra.min(params.max_cooldown);
+    }
+    let exp = depth.saturating_sub(1).min(30);
+    params
+        .base_cooldown
+        .saturating_mul(1u32 << exp)
+        .min(params.max_cooldown)
+}
+
+/// The least gap a warm host gets between a response and the next send.
+pub fn warm_spacing(params: &GateParams, last_retry_after: Option<Duration>) -> Duration {
+    params
+        .sticky_spacing
+        .max(last_retry_after.unwrap_or(Duration::ZERO))
+}
+
+/// The least gap after an admitted send that clears a learned floor: strictly more than
+/// the gap the host refused.
+pub fn floor_gap(floor: Duration) -> Duration {
+    floor + (floor / 10).max(FLOOR_MARGIN)
+}
+
+impl HostState {
+    pub(crate) fn is_warm(&self, now: Instant) -> bool {
+        self.warm_until.is_some_and(|w| now < w)
+    }
+
+    /// How long from `now` until a send may go: the cooldown or spacing in force, and the
+    /// learned floor after the last admitted send.
+    pub(crate) fn pacing(&self, now: Instant) -> Duration {
+        let cooling = self
+            .next_allowed
+            .map_or(Duration::ZERO, |t| t.saturating_duration_since(now));
+        let floor = match (self.floor, self.last_admitted) {
+            (Some(f), Some(last)) => (last + f).saturating_duration_since(now),
+            _ => Duration::ZERO,
+        };
+        cooling.max(floor)
+    }
+
+    /// Whether there is anything worth remembering or sharing (a host that never refused has
+    /// nothing: the happy path writes nothing).
+    pub(crate) fn is_learned(&self) -> bool {
+        self.next_allowed.is_some()
+            || self.warm_until.is_some()
+            || self.floor.is_some()
+            || self.depth > 0
+    }
+
+    /// Whether the state has lapsed: untouched for a warm window and nothing left to wait.
+    pub(crate) fn is_expired(&self, params: &GateParams, now: Instant) -> bool {
+        let stale = self
+            .updated
+            .is_none_or(|u| now.saturating_duration_since(u) > params.warm_window);
+        stale && self.pacing(now).is_zero() && !self.is_warm(now)
+    }
+
+    fn push_next_allowed(&mut self, at: Instant) {
+        self.next_allowed = Some(self.next_allowed.map_or(at, |t| t.max(at)));
+    }
+
+    /// Applies one event.
+    pub(crate) fn apply(&mut self, p: &GateParams, event: Event) {
+        match event {
+            Event::SendStart { at } => {
+                if self.is_warm(at) {
+                    // Concurrent holders of a warm host are spaced too, not released together.
+                    let per_holder =
+                        warm_spacing(p, self.last_retry_after) / p.host_concurrency.max(1) as u32;
+                    self.push_next_allowed(at + per_holder);
+                    self.updated = Some(at);
+                }
+            }
+            Event::Ended {
+                sent_at,
+                at,
+                outcome,
+                status,
+            } => {
+                self.last_status = status.or(self.last_status);
+                self.ended(p, sent_at, at, outcome);
+                self.updated = Some(at);
+            }
+        }
+    }
+
+    fn ended(&mut self, p: &GateParams, sent_at: Instant, now: Instant, outcome: Outcome) {
+        let warm = self.is_warm(now);
+        match outcome {
+            Outcome::Refused { retry_after } => {
+                if !warm {
+                    self.depth = 0;
+                    self.last_retry_after = None;
+                }
+                if let Some(last) = self.last_admitted
+                    && sent_at > last
+                {
+                    let gap = floor_gap(sent_at - last).min(p.max_cooldown);
+                    self.floor = Some(self.floor.map_or(gap, |f| f.max(gap)));
+                }
+                self.depth = self.depth.saturating_add(1);
+                let retry_after = retry_after.map(|d| d.min(p.max_cooldown));
+                if retry_after.is_some() {
+                    self.last_retry_after = retry_after;
+                }
+                let cool = cooldown(p, self.depth, retry_after);
+                self.warm_until = Some(now + p.warm_window);
+                let gap = cool.max(warm_spacing(p, self.last_retry_after));
+                self.push_next_allowed(now + gap);
+            }
+            Outcome::Success | Outcome::Failed => {
+                if outcome == Outcome::Success {
+                    self.last_admitted =
+                        Some(self.last_admitted.map_or(sent_at, |t| t.max(sent_at)));
+                }
+                if warm {
+                    if outcome == Outcome::Success {
+                        self.depth = self.depth.saturating_sub(1);
+                    }
+                    let gap = warm_spacing(p, self.last_retry_after);
+                    self.push_next_allowed(now + gap);
+                } else {
+                    self.depth = 0;
+                    self.last_retry_after = None;
+                    self.warm_until = None;
+                    if self.next_allowed.is_some_and(|t| t <= now) {
+                        self.next_allowed = None;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The newer of two views of a host (a shared store's and this process's): the one
+/// changed last; an absent one loses.
+pub(crate) fn newer(a: Option<HostState>, b: Option<HostState>) -> Option<HostState> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.updated > a.updated { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}

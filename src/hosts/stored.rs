@@ -1,0 +1,219 @@
+//! Host state as stored: wall-clock times, so every process (and machine) reads the same
+//! instants; converted to and from the gate's `tokio` instants against one clock reading.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::gate::{GateParams, HostKey, HostState};
+
+/// One reading of both clocks: the gate's instant and the wall clock.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    instant: Instant,
+    wall_ms: u64,
+}
+
+impl Clock {
+    /// Both clocks, now.
+    pub(crate) fn now() -> Clock {
+        Clock {
+            instant: Instant::now(),
+            wall_ms: wall_ms(SystemTime::now()),
+        }
+    }
+
+    /// The wall-clock milliseconds of `t`, rounded up (so a wait read back from the store
+    /// never comes out a millisecond short).
+    pub(crate) fn wall_of(&self, t: Instant) -> u64 {
+        if t >= self.instant {
+            let ahead_ms = (t - self.instant).as_nanos().div_ceil(1_000_000);
+            self.wall_ms
+                .saturating_add(ahead_ms.min(u64::MAX as u128) as u64)
+        } else {
+            self.wall_ms
+                .saturating_sub((self.instant - t).as_millis().min(u64::MAX as u128) as u64)
+        }
+    }
+
+    /// The instant of wall-clock `ms`, no further ahead than `cap` (a far-future time is
+    /// clock skew or damage); `None` when it is too far past to represent.
+    pub(crate) fn instant_of(&self, ms: u64, cap: Duration) -> Option<Instant> {
+        if ms >= self.wall_ms {
+            Some(self.instant + Duration::from_millis(ms - self.wall_ms).min(cap))
+        } else {
+            self.instant
+                .checked_sub(Duration::from_millis(self.wall_ms - ms))
+        }
+    }
+
+    /// The wall clock now, in Unix milliseconds.
+    pub(crate) fn wall_ms(&self) -> u64 {
+        self.wall_ms
+    }
+}
+
+/// Unix milliseconds of `t`.
+pub(crate) fn wall_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis().min(u64::MAX as u128) as u64)
+}
+
+/// One host's learned state as stored (times in Unix milliseconds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct StoredHost {
+    /// The host key (`host:port`).
+    pub host: String,
+    /// No send before this time.
+    pub next_allowed_ms: Option<u64>,
+    /// Spaced until this time.
+    pub warm_until_ms: Option<u64>,
+    /// Escalation depth.
+    pub depth: u32,
+    /// The last `Retry-After`, capped.
+    pub last_retry_after_ms: Option<u64>,
+    /// The learned floor: the least gap after an admitted send.
+    pub floor_ms: Option<u64>,
+    /// When the last admitted send started.
+    pub last_admitted_ms: Option<u64>,
+    /// The last HTTP status the host answered.
+    pub last_status: Option<u16>,
+    /// When this state last changed.
+    pub updated_ms: u64,
+}
+
+impl StoredHost {
+    /// `state` of `host` as stored, against `clock`.
+    pub(crate) fn from_state(host: &HostKey, state: &HostState, clock: Clock) -> StoredHost {
+        let ms = |d: Duration| d.as_millis().min(u64::MAX as u128) as u64;
+        StoredHost {
+            host: host.as_str().to_owned(),
+            next_allowed_ms: state.next_allowed.map(|t| clock.wall_of(t)),
+            warm_until_ms: state.warm_until.map(|t| clock.wall_of(t)),
+            depth: state.depth,
+            last_retry_after_ms: state.last_retry_after.map(ms),
+            floor_ms: state.floor.map(ms),
+            last_admitted_ms: state.last_admitted.map(|t| clock.wall_of(t)),
+            last_status: state.last_status,
+            updated_ms: state.updated.map_or(clock.wall_ms, |t| clock.wall_of(t)),
+        }
+    }
+
+    /// The gate's view of this entry against `clock`, every value capped: no cooldown past
+    /// `max_cooldown` from now, no warmth past a warm window, no floor or `Retry-After` past
+    /// `max_cooldown`, nothing learned in the future.
+    pub(crate) fn to_state(&self, clock: Clock, p: &GateParams) -> HostState {
+        let capped = |d: u64| Duration::from_millis(d).min(p.max_cooldown);
+        let past = |ms: u64| clock.instant_of(ms.min(clock.wall_ms), Duration::ZERO);
+        HostState {
+            next_allowed: self
+                .next_allowed_ms
+                .and_then(|ms| clock.instant_of(ms, p.max_cooldown)),
+            warm_until: self
+                .warm_until_ms
+                .and_then(|ms| clock.instant_of(ms, p.warm_window)),
+            depth: self.depth.min(64),
+            last_retry_after: self.last_retry_after_ms.map(capped),
+            floor: self.floor_ms.map(capped),
+            last_admitted: self.last_admitted_ms.and_then(past),
+            last_status: self.last_status,
+            updated: past(self.updated_ms),
+        }
+    }
+
+    /// This entry with every value brought within its cap against `clock` (see
+    /// [`StoredHost::to_state`]), or `None` when nothing was out of bounds. Written back,
+    /// it makes the cap stable: a far-future time read afresh each time would otherwise be
+    /// capped to a later instant at every read, and never reached.
+    pub(crate) fn capped(&self, clock: Clock, p: &GateParams) -> Option<StoredHost> {
+        let now = clock.wall_ms;
+        let ms = |d: Duration| d.as_millis().min(u64::MAX as u128) as u64;
+        let limit = |t: Option<u64>, cap: Duration| t.map(|t| t.min(now.saturating_add(ms(cap))));
+        let fixed = StoredHost {
+            host: self.host.clone(),
+            next_allowed_ms: limit(self.next_allowed_ms, p.max_cooldown),
+            warm_until_ms: limit(self.warm_until_ms, p.warm_window),
+            depth: self.depth.min(64),
+            last_retry_after_ms: self.last_retry_after_ms.map(|d| d.min(ms(p.max_cooldown))),
+            floor_ms: self.floor_ms.map(|d| d.min(ms(p.max_cooldown))),
+            last_admitted_ms: self.last_admitted_ms.map(|t| t.min(now)),
+            last_status: self.last_status,
+            updated_ms: self.updated_ms.min(now),
+        };
+        (fixed != *self).then_some(fixed)
+    }
+
+    /// Whether the entry has lapsed (see [`HostState::is_expired`]).
+    pub(crate) fn is_expired(&self, p: &GateParams) -> bool {
+        let clock = Clock::now();
+        self.to_state(clock, p).is_expired(p, clock.instant)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> GateParams {
+        GateParams::default()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_state_survives_the_round_trip_to_wall_clock() {
+        let clock = Clock::now();
+        let now = clock.instant;
+        let state = HostState {
+            next_allowed: Some(now + Duration::from_millis(1500)),
+            warm_until: Some(now + Duration::from_secs(100)),
+            depth: 2,
+            last_retry_after: Some(Duration::from_secs(5)),
+            floor: Some(Duration::from_millis(700)),
+            last_admitted: Some(now - Duration::from_secs(3)),
+            last_status: Some(429),
+            updated: Some(now),
+        };
+        let key = HostKey::parse("a.test:80").unwrap();
+        let stored = StoredHost::from_state(&key, &state, clock);
+        let back = stored.to_state(clock, &params());
+        assert_eq!(back, state);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_read_back_is_never_shorter() {
+        let clock = Clock::now();
+        let key = HostKey::parse("a.test:80").unwrap();
+        let state = HostState {
+            next_allowed: Some(clock.instant + Duration::from_micros(1_999_001)),
+            ..HostState::default()
+        };
+        let back = StoredHost::from_state(&key, &state, clock).to_state(clock, &params());
+        assert!(back.next_allowed.unwrap() >= state.next_allowed.unwrap());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn far_future_and_huge_values_are_capped_on_read() {
+        let clock = Clock::now();
+        let stored = StoredHost {
+            host: "a.test:80".into(),
+            next_allowed_ms: Some(u64::MAX),
+            warm_until_ms: Some(clock.wall_ms() + 10 * 86_400_000),
+            depth: u32::MAX,
+            last_retry_after_ms: Some(u64::MAX),
+            floor_ms: Some(u64::MAX),
+            last_admitted_ms: Some(u64::MAX),
+            last_status: Some(429),
+            updated_ms: u64::MAX,
+        };
+        let p = params();
+        let s = stored.to_state(clock, &p);
+        assert_eq!(s.next_allowed, Some(clock.instant + p.max_cooldown));
+        assert_eq!(s.warm_until, Some(clock.instant + p.warm_window));
+        assert_eq!(s.floor, Some(p.max_cooldown));
+        assert_eq!(s.last_retry_after, Some(p.max_cooldown));
+        assert_eq!(s.last_admitted, Some(clock.instant));
+        assert_eq!(s.updated, Some(clock.instant));
+        assert_eq!(s.depth, 64);
+        assert_eq!(s.pacing(clock.instant), p.max_cooldown);
+    }
+}

@@ -1,0 +1,113 @@
+//! Reading failures: network errors classified into documented kinds, refusals turned
+//! into `RATE_LIMITED`, and `Retry-After` in both its forms.
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::StatusCode;
+use url::Url;
+
+use crate::error::{Error, NetworkKind};
+use crate::gate::Throttled;
+
+pub(super) fn gate_refusal(
+    t: Throttled,
+    http_status: Option<StatusCode>,
+    retry_after: Option<String>,
+) -> Error {
+    Error::RateLimited {
+        wait: t.wait,
+        http_status: http_status.map(|s| s.as_u16()),
+        retry_after,
+        host: t.host.to_string(),
+    }
+}
+
+pub(super) fn join_chain(chain: &[Url]) -> String {
+    chain
+        .iter()
+        .map(Url::as_str)
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
+pub(super) fn network_error(url: &Url, e: reqwest::Error) -> Error {
+    Error::Network {
+        kind: classify(&e),
+        url: url.to_string(),
+        source: e,
+    }
+}
+
+fn classify(e: &reqwest::Error) -> NetworkKind {
+    if e.is_timeout() {
+        return NetworkKind::Timeout;
+    }
+    if e.is_dns() {
+        return NetworkKind::Dns;
+    }
+    let mut chain = String::new();
+    let mut source: Option<&dyn std::error::Error> = Some(e);
+    while let Some(err) = source {
+        chain.push_str(&err.to_string().to_ascii_lowercase());
+        chain.push(' ');
+        source = err.source();
+    }
+    if chain.contains("certificate") || chain.contains("tls") || chain.contains("handshake") {
+        return NetworkKind::Tls;
+    }
+    if chain.contains("dns error") || chain.contains("failed to lookup") {
+        return NetworkKind::Dns;
+    }
+    if e.is_connect() {
+        return NetworkKind::Connect;
+    }
+    if e.is_body() || e.is_decode() {
+        return NetworkKind::Body;
+    }
+    if e.is_redirect() {
+        return NetworkKind::Redirect;
+    }
+    NetworkKind::Other
+}
+
+/// Parses a `Retry-After` value: delta-seconds, or an HTTP-date relative to `now`. A past
+/// or unparsable value is `None`.
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(Duration::from_secs(
+            value.parse::<u64>().unwrap_or(u64::MAX),
+        ));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    at.duration_since(now).ok().filter(|d| !d.is_zero())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(parse_retry_after(" 0 ", now), Some(Duration::ZERO));
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(90));
+        assert_eq!(
+            parse_retry_after(&later, now),
+            Some(Duration::from_secs(90))
+        );
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(90));
+        assert_eq!(parse_retry_after(&past, now), None);
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("-5", now), None);
+        assert_eq!(parse_retry_after("", now), None);
+        assert_eq!(
+            parse_retry_after("99999999999999999999999", now),
+            Some(Duration::from_secs(u64::MAX))
+        );
+    }
+}

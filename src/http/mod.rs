@@ -1,0 +1,318 @@
+//! The shared HTTP client: every network send of the process goes through [`Client::get`].
+//!
+//! One send, in order: the host's permit in this process's gate; the host's shared state
+//! re-read and its pacing waited out; the host's shared send slot (other processes); a
+//! global slot among this process's sends in flight; a last look at the pacing; then a
+//! conditional GET within the size and time limits, whose outcome the gate learns (and
+//! publishes to the shared store) before the slots are let go. A refusal re-enters the
+//! gate once.
+
+mod classify;
+mod send;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::time::Instant;
+use url::Url;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::gate::{Event, Gate, HostKey, Permit};
+use crate::hosts::{Lease, SharedHosts, StoreWarning};
+pub use classify::parse_retry_after;
+use classify::{gate_refusal, join_chain};
+use send::Sent;
+
+/// What the `Accept` header asks for when fetching feeds.
+pub const ACCEPT_FEEDS: &str = "application/rss+xml, application/atom+xml, application/feed+json, \
+     application/xml;q=0.9, text/xml;q=0.9, application/json;q=0.8, */*;q=0.5";
+/// What the `Accept` header asks for when fetching a page for discovery.
+pub const ACCEPT_PAGES: &str = "text/html, application/xhtml+xml, application/rss+xml, \
+     application/atom+xml, application/feed+json, application/xml;q=0.9, */*;q=0.5";
+
+/// Validators from a cached copy, sent as `If-None-Match` / `If-Modified-Since`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Validators {
+    /// The cached `ETag`.
+    pub etag: Option<String>,
+    /// The cached `Last-Modified`.
+    pub last_modified: Option<String>,
+}
+
+/// One GET to make.
+#[derive(Debug, Clone)]
+pub struct GetRequest {
+    /// The URL.
+    pub url: Url,
+    /// Conditional-request validators, if a cached copy exists.
+    pub validators: Option<Validators>,
+    /// The call's gate budget: no pacing wait may end after this instant.
+    pub deadline: Instant,
+    /// The `Accept` header.
+    pub accept: &'static str,
+}
+
+/// A response that was read completely.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The URL that answered, after redirects.
+    pub final_url: Url,
+    /// `true` for `304 Not Modified` (then `body` is empty).
+    pub not_modified: bool,
+    /// The decoded body.
+    pub body: Vec<u8>,
+    /// The `Content-Type` header.
+    pub content_type: Option<String>,
+    /// The `ETag` header.
+    pub etag: Option<String>,
+    /// The `Last-Modified` header.
+    pub last_modified: Option<String>,
+}
+
+/// A GET's result with what it cost.
+#[derive(Debug)]
+pub struct Exchange {
+    /// The response, or why there is none.
+    pub result: Result<Response>,
+    /// Sends made (a refused send and its retry count 2; each redirect hop counts).
+    pub attempts: u32,
+    /// Time spent waiting before sends: the host's permit and pacing, other processes'
+    /// sends to the host, and this process's global cap.
+    pub gate_wait: Duration,
+}
+
+/// The one HTTP client of a process: a connection pool, the gate, its link to the shared
+/// host state, and the global cap on sends in flight.
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    proxied: reqwest::Client,
+    direct: reqwest::Client,
+    gate: Gate,
+    hosts: SharedHosts,
+    sends: Semaphore,
+    max_body_bytes: u64,
+    max_redirects: usize,
+}
+
+/// What a call has spent so far.
+#[derive(Debug, Default)]
+struct Tally {
+    attempts: u32,
+    gate_wait: Duration,
+}
+
+/// Everything a send holds while it is on the wire.
+struct Cleared<'a> {
+    _lease: Option<Lease>,
+    _slot: SemaphorePermit<'a>,
+}
+
+impl Client {
+    /// Builds the client from resolved configuration, with `hosts` as its link to shared
+    /// host state.
+    pub(crate) fn new(config: &Config, hosts: SharedHosts) -> Result<Client> {
+        let build = |direct: bool| {
+            let mut builder = reqwest::Client::builder()
+                .user_agent(config.user_agent.clone())
+                .redirect(reqwest::redirect::Policy::none())
+                .retry(reqwest::retry::never())
+                .connect_timeout(config.timeout)
+                .timeout(config.timeout)
+                .pool_idle_timeout(Duration::from_secs(30));
+            if direct {
+                builder = builder.no_proxy();
+            }
+            builder.build().map_err(Error::ClientSetup)
+        };
+        Ok(Client {
+            inner: Arc::new(Inner {
+                proxied: build(false)?,
+                direct: build(true)?,
+                gate: Gate::new(config.gate),
+                hosts,
+                sends: Semaphore::new(config.concurrency.max(1)),
+                max_body_bytes: config.max_body_bytes,
+                max_redirects: config.max_redirects,
+            }),
+        })
+    }
+
+    /// The gate every send goes through.
+    pub fn gate(&self) -> &Gate {
+        &self.inner.gate
+    }
+
+    /// The link to shared host state.
+    pub(crate) fn hosts(&self) -> &SharedHosts {
+        &self.inner.hosts
+    }
+
+    /// Warnings the shared host state raised since they were last taken.
+    pub(crate) fn take_warnings(&self) -> Vec<StoreWarning> {
+        self.inner.hosts.take_warnings()
+    }
+
+    /// A deadline `MAX_GATE_WAIT` from now: the budget of one call.
+    pub fn deadline(&self) -> Instant {
+        Instant::now() + self.inner.gate.params().max_gate_wait
+    }
+
+    /// Fetches `req.url`, following redirects, with every send gated.
+    pub async fn get(&self, req: GetRequest) -> Exchange {
+        let mut tally = Tally::default();
+        let result = self.follow(&req, &mut tally).await;
+        Exchange {
+            result,
+            attempts: tally.attempts,
+            gate_wait: tally.gate_wait,
+        }
+    }
+
+    async fn follow(&self, req: &GetRequest, tally: &mut Tally) -> Result<Response> {
+        let mut url = req.url.clone();
+        let mut chain: Vec<Url> = vec![url.clone()];
+        loop {
+            let key = HostKey::from_url(&url).ok_or_else(|| Error::InvalidUrl {
+                input: url.to_string(),
+                reason: "the URL has no host".into(),
+                source: None,
+            })?;
+            let mut permit = self
+                .inner
+                .gate
+                .acquire(&key, req.deadline)
+                .await
+                .map_err(|t| gate_refusal(t, None, None))?;
+            tally.gate_wait += permit.waited();
+            let hop = self
+                .send_with_one_retry(&mut permit, &url, req, tally)
+                .await?;
+            drop(permit);
+            let next = match hop {
+                send::Hop::Done(resp) => return Ok(resp),
+                send::Hop::Redirect(next) => next,
+            };
+            let looped = chain.contains(&next);
+            chain.push(next.clone());
+            if looped || chain.len() - 1 > self.inner.max_redirects {
+                let message = if looped {
+                    format!("redirect loop: {}", join_chain(&chain))
+                } else {
+                    format!(
+                        "more than {} redirects: {}",
+                        self.inner.max_redirects,
+                        join_chain(&chain)
+                    )
+                };
+                return Err(Error::Redirect {
+                    message,
+                    hops: chain.len() - 1,
+                });
+            }
+            url = next;
+        }
+    }
+
+    /// Waits until this permit's holder may send: the host's pacing with the freshest
+    /// shared state, the host's shared send slot, a global slot, and one more look at the
+    /// pacing (time passed while waiting for the slots).
+    async fn clear_to_send(
+        &self,
+        permit: &mut Permit,
+        req: &GetRequest,
+        tally: &mut Tally,
+    ) -> Result<Cleared<'_>> {
+        loop {
+            let started = Instant::now();
+            let lease = self
+                .inner
+                .hosts
+                .lease(&self.inner.gate, permit, req.deadline)
+                .await
+                .map_err(|t| gate_refusal(t, None, None))?;
+            let slot = self
+                .inner
+                .sends
+                .acquire()
+                .await
+                .map_err(|_| Error::internal("send slots closed"))?;
+            tally.gate_wait += started.elapsed();
+            if permit.pacing().is_zero() {
+                return Ok(Cleared {
+                    _lease: lease,
+                    _slot: slot,
+                });
+            }
+            let slept = permit
+                .pace(req.deadline)
+                .await
+                .map_err(|t| gate_refusal(t, None, None))?;
+            tally.gate_wait += slept;
+        }
+    }
+
+    async fn send_with_one_retry(
+        &self,
+        permit: &mut Permit,
+        url: &Url,
+        req: &GetRequest,
+        tally: &mut Tally,
+    ) -> Result<send::Hop> {
+        let mut refused_once = false;
+        loop {
+            let cleared = self.clear_to_send(permit, req, tally).await?;
+            tally.attempts += 1;
+            let sent = self.send_once(permit, url, req).await;
+            // The outcome is published before the slots go, so the next holder sees it.
+            drop(cleared);
+            let (status, retry_after_raw) = match sent? {
+                Sent::Hop(hop) => return Ok(hop),
+                Sent::Refused {
+                    status,
+                    retry_after_raw,
+                } => (status, retry_after_raw),
+            };
+            if !refused_once {
+                refused_once = true;
+                // The retry goes back through the gate at the front of the host's queue:
+                // when its wait cannot fit the budget, the call fails now, sending nothing.
+                match permit.pace(req.deadline).await {
+                    Ok(slept) => {
+                        tally.gate_wait += slept;
+                        continue;
+                    }
+                    Err(t) => return Err(gate_refusal(t, Some(status), retry_after_raw)),
+                }
+            }
+            // A 403 that persists is a block, not a window; 429 and 503 ask for a wait.
+            if status == StatusCode::FORBIDDEN {
+                return Err(Error::HttpStatus {
+                    status: status.as_u16(),
+                    url: url.to_string(),
+                });
+            }
+            return Err(Error::RateLimited {
+                wait: permit.pacing(),
+                http_status: Some(status.as_u16()),
+                retry_after: retry_after_raw,
+                host: permit.host().to_string(),
+            });
+        }
+    }
+
+    /// Applies `event` (already applied to the gate on `before`) to the shared state.
+    async fn publish(&self, key: &HostKey, before: crate::gate::HostState, event: Event) {
+        self.inner
+            .hosts
+            .publish(&self.inner.gate, key, before, event)
+            .await;
+    }
+}

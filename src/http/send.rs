@@ -1,0 +1,203 @@
+//! One send on the wire: the conditional GET, its outcome told to the gate (and published
+//! to the shared host state), redirects and refusals handed back to the caller.
+
+use std::time::SystemTime;
+
+use reqwest::StatusCode;
+use reqwest::header::{self, HeaderMap, HeaderValue};
+use url::Url;
+
+use super::classify::{network_error, parse_retry_after};
+use super::{Client, GetRequest, Response};
+use crate::error::{Error, Result};
+use crate::gate::{Outcome, Permit};
+
+pub(super) enum Hop {
+    Done(Response),
+    Redirect(Url),
+}
+
+pub(super) enum Sent {
+    Hop(Hop),
+    Refused {
+        status: StatusCode,
+        retry_after_raw: Option<String>,
+    },
+}
+
+/// Whether this response is the host asking to be left alone: `429`, `403`, or a `503`
+/// that says when to come back (a throttle in practice).
+pub(super) fn is_refusal(status: StatusCode, headers: &HeaderMap) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::FORBIDDEN
+        || (status == StatusCode::SERVICE_UNAVAILABLE && headers.contains_key(header::RETRY_AFTER))
+}
+
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
+    }
+}
+
+/// Reads the body, stopping (and dropping the connection) as soon as it passes `cap`.
+async fn read_capped(mut resp: reqwest::Response, url: &Url, cap: u64) -> Result<Vec<u8>> {
+    if resp.content_length().is_some_and(|n| n > cap) {
+        return Err(Error::TooLarge { limit: cap });
+    }
+    let mut body = Vec::with_capacity(resp.content_length().unwrap_or(64 * 1024).min(cap) as usize);
+    while let Some(chunk) = resp.chunk().await.map_err(|e| network_error(url, e))? {
+        if body.len() as u64 + chunk.len() as u64 > cap {
+            return Err(Error::TooLarge { limit: cap });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+impl Client {
+    /// Tells the gate (and the shared state) how the send ended.
+    async fn ended(&self, permit: &Permit, outcome: Outcome, status: Option<StatusCode>) {
+        let before = self.gate().state_of(permit.host());
+        let event = permit.record(outcome, status.map(|s| s.as_u16()));
+        self.publish(permit.host(), before, event).await;
+    }
+
+    /// Sends one GET and reads its answer; the caller holds every slot it needs.
+    pub(super) async fn send_once(
+        &self,
+        permit: &mut Permit,
+        url: &Url,
+        req: &GetRequest,
+    ) -> Result<Sent> {
+        let client = if is_loopback(url) {
+            &self.inner.direct
+        } else {
+            &self.inner.proxied
+        };
+        let mut builder = client
+            .get(url.clone())
+            .header(header::ACCEPT, HeaderValue::from_static(req.accept));
+        if let Some(v) = &req.validators {
+            if let Some(etag) = v
+                .etag
+                .as_deref()
+                .and_then(|e| HeaderValue::from_str(e).ok())
+            {
+                builder = builder.header(header::IF_NONE_MATCH, etag);
+            }
+            if let Some(lm) = v
+                .last_modified
+                .as_deref()
+                .and_then(|e| HeaderValue::from_str(e).ok())
+            {
+                builder = builder.header(header::IF_MODIFIED_SINCE, lm);
+            }
+        }
+        // Counted from its start: a send cancelled in flight still spaces the next one.
+        let before = self.gate().state_of(permit.host());
+        let start = permit.start_send();
+        self.publish(permit.host(), before, start).await;
+
+        let resp = match builder.send().await {
+            Ok(resp) => resp,
+            Err(e) => {
+                self.ended(permit, Outcome::Failed, None).await;
+                return Err(network_error(url, e));
+            }
+        };
+        let status = resp.status();
+        let headers = resp.headers().clone();
+
+        if is_refusal(status, &headers) {
+            let raw = header_str(&headers, header::RETRY_AFTER);
+            let retry_after = raw
+                .as_deref()
+                .and_then(|r| parse_retry_after(r, SystemTime::now()));
+            self.ended(permit, Outcome::Refused { retry_after }, Some(status))
+                .await;
+            tracing::debug!(%url, %status, ?retry_after, "host refused");
+            return Ok(Sent::Refused {
+                status,
+                retry_after_raw: raw,
+            });
+        }
+        if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
+            self.ended(permit, Outcome::Success, Some(status)).await;
+            let Some(location) = header_str(&headers, header::LOCATION) else {
+                return Err(Error::HttpStatus {
+                    status: status.as_u16(),
+                    url: url.to_string(),
+                });
+            };
+            let next = url.join(location.trim()).map_err(|e| Error::InvalidUrl {
+                input: location.clone(),
+                reason: format!("bad redirect Location from {url}"),
+                source: Some(e),
+            })?;
+            if !matches!(next.scheme(), "http" | "https") {
+                return Err(Error::InvalidUrl {
+                    input: next.to_string(),
+                    reason: format!("redirect from {url} to a non-http(s) URL"),
+                    source: None,
+                });
+            }
+            return Ok(Sent::Hop(Hop::Redirect(next)));
+        }
+        let final_url = resp.url().clone();
+        let meta = |body: Vec<u8>, not_modified: bool| Response {
+            final_url: final_url.clone(),
+            not_modified,
+            body,
+            content_type: header_str(&headers, header::CONTENT_TYPE),
+            etag: header_str(&headers, header::ETAG),
+            last_modified: header_str(&headers, header::LAST_MODIFIED),
+        };
+        if status == StatusCode::NOT_MODIFIED {
+            self.ended(permit, Outcome::Success, Some(status)).await;
+            return Ok(Sent::Hop(Hop::Done(meta(Vec::new(), true))));
+        }
+        if !status.is_success() {
+            self.ended(permit, Outcome::Success, Some(status)).await;
+            return Err(Error::HttpStatus {
+                status: status.as_u16(),
+                url: url.to_string(),
+            });
+        }
+        let body = read_capped(resp, url, self.inner.max_body_bytes).await;
+        let outcome = if body.is_ok() {
+            Outcome::Success
+        } else {
+            Outcome::Failed
+        };
+        self.ended(permit, outcome, Some(status)).await;
+        Ok(Sent::Hop(Hop::Done(meta(body?, false))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_429_403_and_503_with_retry_after() {
+        let empty = HeaderMap::new();
+        let mut with_ra = HeaderMap::new();
+        with_ra.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        assert!(is_refusal(StatusCode::TOO_MANY_REQUESTS, &empty));
+        assert!(is_refusal(StatusCode::FORBIDDEN, &empty));
+        assert!(is_refusal(StatusCode::SERVICE_UNAVAILABLE, &with_ra));
+        assert!(!is_refusal(StatusCode::SERVICE_UNAVAILABLE, &empty));
+        assert!(!is_refusal(StatusCode::INTERNAL_SERVER_ERROR, &with_ra));
+    }
+}
