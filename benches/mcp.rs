@@ -15,10 +15,12 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
-async fn session() -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+async fn session(cache: &std::path::Path) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_rss"));
     cmd.args(["mcp", "--cache-dir"])
-        .arg(std::env::temp_dir().join(format!("rss-bench-mcp-{}", std::process::id())))
+        .arg(cache)
+        .env_remove("RSS_HOST_STATE")
+        .env_remove("RSS_GATE_STORE")
         .env_remove("RSS_HOST_CONCURRENCY")
         .env_remove("RSS_MAX_GATE_WAIT_SECS");
     let (transport, _) = TokioChildProcess::builder(cmd)
@@ -41,7 +43,8 @@ async fn main() {
     let lower = Duration::from_secs(7);
 
     let strict = host(Policy::strict(Duration::from_secs(1), RetryAfter::None)).await;
-    let client = session().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let client = session(dir.path()).await;
     let started = Instant::now();
     let calls = (0..8).map(|i| {
         let args = json!({"url": strict.url(&format!("/b{i}")), "content_format": "none", "cache_policy": "no-cache"});
@@ -71,7 +74,8 @@ async fn main() {
     let _ = client.cancel().await;
 
     let strict = host(Policy::strict(Duration::from_secs(1), RetryAfter::None)).await;
-    let client = session().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let client = session(dir.path()).await;
     let urls: Vec<String> = (0..8).map(|i| strict.url(&format!("/u{i}"))).collect();
     let started = Instant::now();
     let args = json!({"urls": urls, "content_format": "none", "cache_policy": "no-cache"});

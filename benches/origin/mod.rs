@@ -137,6 +137,47 @@ pub fn seen(hosts: &[&TestServer], body_len: usize) -> Seen {
     s
 }
 
+/// Refusals the client had the information to avoid: a refused request that arrived while
+/// another request to the host was in flight; before the end of a `Retry-After` the host
+/// had already given (`retry_after` is what this host sends), or, within two minutes of it,
+/// sooner than that `Retry-After` after the last admitted request; or at a gap after the
+/// last admitted request no wider than a gap the host had already refused.
+pub fn self_inflicted(host: &TestServer, retry_after: Option<Duration>) -> usize {
+    let mut hits = host.hits();
+    hits.sort_by_key(|h| h.arrived);
+    let mut count = 0;
+    let mut last_admitted: Option<Instant> = None;
+    let mut widest_refused: Option<Duration> = None;
+    let mut window_until: Option<Instant> = None;
+    let mut spacing_known: Option<(Duration, Instant)> = None;
+    for (i, hit) in hits.iter().enumerate() {
+        let refused = matches!(hit.status, 429 | 403);
+        let gap = last_admitted.map(|t| hit.arrived.duration_since(t));
+        if refused {
+            let overlapping = hits[..i]
+                .iter()
+                .any(|h| h.finished.is_some_and(|f| f > hit.arrived));
+            let inside_window = window_until.is_some_and(|w| hit.arrived < w);
+            let known_gap = matches!((gap, widest_refused), (Some(g), Some(w)) if g <= w);
+            let known_spacing = matches!((gap, spacing_known), (Some(g), Some((ra, since)))
+                if g < ra && hit.arrived.duration_since(since) < Duration::from_secs(120));
+            if overlapping || inside_window || known_gap || known_spacing {
+                count += 1;
+            }
+            if let Some(g) = gap {
+                widest_refused = Some(widest_refused.map_or(g, |w| w.max(g)));
+            }
+            if let (Some(ra), Some(done)) = (retry_after, hit.finished) {
+                window_until = Some(done + ra);
+                spacing_known = Some((ra, done));
+            }
+        } else {
+            last_admitted = Some(hit.arrived);
+        }
+    }
+    count
+}
+
 /// Prints one scenario's figures.
 pub fn report(
     name: &str,
