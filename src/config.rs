@@ -100,6 +100,8 @@ pub struct Config {
     pub cache_dir: Option<PathBuf>,
     /// Where learned host state is kept.
     pub host_state: HostStateSetting,
+    /// Which local files may be read.
+    pub file_access: crate::local::FileAccess,
 }
 
 impl Default for Config {
@@ -113,11 +115,20 @@ impl Default for Config {
             concurrency: DEFAULT_CONCURRENCY,
             cache_dir: default_cache_dir(),
             host_state: HostStateSetting::default(),
+            file_access: crate::local::FileAccess::default(),
         }
     }
 }
 
 impl Config {
+    /// The caps on a local read: the body cap and the timeout.
+    pub fn read_limits(&self) -> crate::local::ReadLimits {
+        crate::local::ReadLimits {
+            max_bytes: self.max_body_bytes,
+            timeout: self.timeout,
+        }
+    }
+
     /// Resolves flags over the process environment over defaults.
     pub fn from_env(overrides: Overrides) -> Result<Config> {
         Config::resolve(overrides, |name| std::env::var(name).ok())

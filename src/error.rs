@@ -195,9 +195,11 @@ pub enum Error {
         #[source]
         source: Option<BoxSource>,
     },
-    /// A body larger than the cap.
-    #[error("response body exceeds the {limit}-byte limit (--max-body-bytes)")]
+    /// A body (or a local file, or standard input) larger than the cap.
+    #[error("{what} exceeds the {limit}-byte limit (--max-body-bytes)")]
     TooLarge {
+        /// What was being read.
+        what: String,
         /// The cap in bytes.
         limit: u64,
     },
@@ -211,10 +213,10 @@ pub enum Error {
         estimated_tokens: usize,
         /// The budget.
         budget_tokens: usize,
-        /// A limit that fits.
-        suggested_limit: usize,
-        /// A max_content_chars that fits with the current limit.
-        suggested_max_content_chars: usize,
+        /// A `limit` that, given alone, makes the result fit (`None`: none does).
+        suggested_limit: Option<usize>,
+        /// A `max_content_chars` that, given alone, makes the result fit (`None`: none does).
+        suggested_max_content_chars: Option<usize>,
     },
     /// A local file operation failed.
     #[error("{action} {}: {source}", path.display())]
@@ -334,7 +336,7 @@ impl Error {
                 "retry_after": retry_after,
                 "host": host,
             }),
-            Error::TooLarge { limit } => json!({ "limit_bytes": limit }),
+            Error::TooLarge { limit, .. } => json!({ "limit_bytes": limit }),
             Error::OverBudget {
                 estimated_tokens,
                 budget_tokens,
@@ -363,14 +365,47 @@ impl Error {
         }
     }
 
-    /// This error as the contract's error object.
+    /// This error as the contract's error object; every echoed input is cut to
+    /// [`ECHO_MAX_CHARS`] (a 10 MB URL never comes back three times).
     pub fn to_object(&self, feed_url: Option<&str>) -> ErrorObject {
-        ErrorObject {
-            feed_url: feed_url.map(str::to_owned),
-            code: self.code().as_str().to_owned(),
-            message: self.to_string(),
-            details: self.details(),
+        let mut details = self.details();
+        for v in details.values_mut() {
+            if let Value::String(s) = v
+                && s.len() > ECHO_MAX_CHARS
+            {
+                *s = echo(s);
+            }
         }
+        let message = self.to_string();
+        ErrorObject {
+            feed_url: feed_url.map(echo),
+            code: self.code().as_str().to_owned(),
+            message: if message.len() > 4 * ECHO_MAX_CHARS {
+                clip(&message, 4 * ECHO_MAX_CHARS)
+            } else {
+                message
+            },
+            details,
+        }
+    }
+}
+
+/// The longest input echoed back in an error or a result, in characters.
+pub const ECHO_MAX_CHARS: usize = 256;
+
+/// `s` as echoed back: cut to [`ECHO_MAX_CHARS`] characters, saying how much was cut.
+pub fn echo(s: &str) -> String {
+    clip(s, ECHO_MAX_CHARS)
+}
+
+fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_owned(),
+        Some((at, _)) => format!(
+            "{}… ({} more characters)",
+            &s[..at],
+            s[at..].chars().count()
+        ),
     }
 }
 
@@ -406,6 +441,21 @@ mod tests {
         assert_eq!(d["retry_after_ms"], 2500);
         assert_eq!(d["http_status"], 429);
         assert_eq!(d["retry_after"], "3");
+    }
+
+    #[test]
+    fn a_huge_input_is_echoed_cut_to_a_few_hundred_characters() {
+        let input = "x".repeat(10_000_000);
+        let err = Error::InvalidUrl {
+            input: input.clone(),
+            reason: "the scheme is not supported".into(),
+            source: None,
+        };
+        let obj = err.to_object(Some(&input));
+        let size = serde_json::to_string(&obj).unwrap().len();
+        assert!(size < 3_000, "{size}");
+        assert!(obj.feed_url.unwrap().ends_with("(9999744 more characters)"));
+        assert_eq!(echo("short"), "short");
     }
 
     #[test]

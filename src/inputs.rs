@@ -1,7 +1,7 @@
 //! Inputs: positional arguments, `-` (stdin), `--input FILE`, `--opml FILE`, MCP
 //! arguments — merged, de-duplicated in order, and classified once before any I/O.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use quick_xml::Reader;
 use quick_xml::events::Event;
@@ -78,17 +78,21 @@ pub fn classify(raw: &str) -> Input {
     if given.is_empty() {
         return invalid("the input is empty".into(), None);
     }
-    let path = Path::new(given);
-    if path.exists() {
-        return Input {
-            feed_url: given.to_owned(),
-            source: Source::File(path.to_path_buf()),
-        };
+    // Whether the file exists is not looked at here: where files may be read, reading it
+    // says; where they may not (the MCP server), nothing may reveal it.
+    Input {
+        feed_url: given.to_owned(),
+        source: Source::File(PathBuf::from(given)),
     }
-    invalid(
-        "not an http(s) URL and no such file (did you mean https://…?)".into(),
-        None,
-    )
+}
+
+/// The error for an input that is neither an http(s) URL nor an existing file.
+pub fn no_such_input(given: &str) -> Error {
+    Error::InvalidUrl {
+        input: given.to_owned(),
+        reason: "not an http(s) URL and no such file (did you mean https://…?)".into(),
+        source: None,
+    }
 }
 
 /// Lines of a URL list: blank lines and `#` comments skipped.
@@ -182,10 +186,14 @@ mod tests {
             "https://example.com/feed"
         );
         assert!(matches!(classify("Cargo.toml").source, Source::File(_)));
+        // Not a URL: a path, whether it exists is for the reader to say.
+        assert!(matches!(
+            classify("example.com/feed").source,
+            Source::File(_)
+        ));
         for bad in [
             "ftp://x/y",
             "javascript:alert(1)",
-            "example.com/feed",
             "http://",
             "http://exa mple.com/",
         ] {

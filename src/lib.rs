@@ -14,6 +14,7 @@
 //! - `html`     — the forgiving HTML tokenizer shared by rendering and discovery
 //! - `urls`     — URL resolution and the schemes rendered content may link to
 //! - `inputs`   — arguments, stdin, `--input`, `--opml`: merged, classified, de-duplicated
+//! - `local`    — capped, time-limited local reads, and which files may be read
 //! - `ops`      — the operations both front ends call (fetch, discover, show, cache)
 //! - `output`   — json / ndjson / text rendering, schema emission
 //! - `cli`      — the clap surface and the one exit path
@@ -32,6 +33,7 @@ pub(crate) mod hosts;
 pub(crate) mod html;
 pub mod http;
 pub mod inputs;
+pub mod local;
 pub mod mcp;
 pub mod model;
 pub mod ops;

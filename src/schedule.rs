@@ -4,7 +4,8 @@
 //! its host and runs it to completion. Waiting for a host (its permit, its cooldown)
 //! happens in the gate and holds no global slot: the global cap on sends in flight is
 //! taken by the HTTP client only around an actual send. Local files and invalid inputs
-//! need no host and run at once. Results come back in job order.
+//! need no host; a small pool runs them (not one task each: a list of 100,000 bad inputs
+//! must cost what its output costs). Results come back in job order.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -13,6 +14,9 @@ use std::sync::Mutex;
 use futures::future::join_all;
 
 use crate::gate::HostKey;
+
+/// Workers for the jobs that need no host (local files, invalid inputs).
+const LOCAL_WORKERS: usize = 8;
 
 /// One host's pending jobs: the host, how many there were, the queue.
 type HostQueue<T> = (Option<HostKey>, usize, Mutex<VecDeque<Job<T>>>);
@@ -58,9 +62,9 @@ where
         .collect();
     let mut workers = Vec::new();
     for (host, len, queue) in &queues {
-        // Jobs without a host all run at once; a host gets one worker per permit.
+        // A host gets one worker per permit.
         let n = if host.is_none() {
-            *len
+            LOCAL_WORKERS.min(*len)
         } else {
             per_host.max(1).min(*len)
         };

@@ -90,7 +90,15 @@ pub(super) enum Command {
         action: Option<HostsAction>,
     },
     /// Serve the tools over MCP on stdin/stdout.
-    Mcp,
+    Mcp(McpArgs),
+}
+
+#[derive(Debug, Args)]
+pub(super) struct McpArgs {
+    /// Let tools read local feed files, but only regular files inside DIR (symlinks
+    /// resolved; no escape with `..`). Without it the server reads http(s) URLs only.
+    #[arg(long, value_name = "DIR")]
+    pub(super) allow_files: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,7 +1,7 @@
 //! `rss fetch`: validated options, every input gathered, the batch run with a progress bar.
 
-use std::io::{IsTerminal, Read};
-use std::path::PathBuf;
+use std::io::IsTerminal;
+use std::path::Path;
 
 use tracing_indicatif::span_ext::IndicatifSpanExt;
 
@@ -11,6 +11,7 @@ use crate::config::{Config, parse_duration};
 use crate::error::{Error, Result, exit};
 use crate::feed::{RenderOptions, Selection, parse_since};
 use crate::inputs::{self, Input};
+use crate::local::{self, ReadLimits};
 use crate::model::FeedStatus;
 use crate::ops::{self, CacheMode, Context, FetchOptions};
 use crate::output::{self, Format};
@@ -52,31 +53,28 @@ fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
     })
 }
 
-fn read_text(path: &PathBuf, what: &str) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| Error::Usage {
-        message: format!("cannot read the {what} file {}: {e}", path.display()),
-    })?;
+/// Reads a URL list or OPML file within the local-read limits; a failure is `IO_ERROR`
+/// (or `RESPONSE_TOO_LARGE`), not a usage error.
+async fn read_text(path: &Path, limits: ReadLimits) -> Result<String> {
+    let bytes = local::read_file(path, limits).await?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-fn gather_inputs(args: &FetchArgs) -> Result<Vec<Input>> {
+async fn gather_inputs(args: &FetchArgs, limits: ReadLimits) -> Result<Vec<Input>> {
     let mut raw: Vec<String> = Vec::new();
     for u in &args.urls {
         if u == "-" {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| Error::usage(format!("cannot read URLs from stdin: {e}")))?;
-            raw.extend(inputs::list_lines(&text));
+            let bytes = local::read_stdin(limits.max_bytes).await?;
+            raw.extend(inputs::list_lines(&String::from_utf8_lossy(&bytes)));
         } else {
             raw.push(u.clone());
         }
     }
     for path in &args.input {
-        raw.extend(inputs::list_lines(&read_text(path, "--input")?));
+        raw.extend(inputs::list_lines(&read_text(path, limits).await?));
     }
     for path in &args.opml {
-        raw.extend(inputs::opml_urls(&read_text(path, "--opml")?)?);
+        raw.extend(inputs::opml_urls(&read_text(path, limits).await?)?);
     }
     if raw.is_empty() {
         return Err(Error::usage(
@@ -94,7 +92,7 @@ pub(super) async fn fetch(
     pretty: bool,
 ) -> Result<u8> {
     let opts = fetch_options(&args)?;
-    let inputs = gather_inputs(&args)?;
+    let inputs = gather_inputs(&args, config.read_limits()).await?;
     let total = inputs.len();
     let ctx = Context::new(config)?;
     let show_bar = !quiet && total > 3 && std::io::stderr().is_terminal();

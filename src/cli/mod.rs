@@ -15,6 +15,7 @@ use clap::Parser;
 use crate::config::{Config, Overrides, parse_duration};
 use crate::error::{Error, Result, exit};
 use crate::feed::RenderOptions;
+use crate::local::FileAccess;
 use crate::ops::{self, Context, ShowOptions};
 use crate::output::{self, SchemaKind};
 use args::{CacheAction, Cli, Command, GlobalArgs, HostsAction};
@@ -159,7 +160,12 @@ async fn run(cli: Cli, config: Config) -> Result<u8> {
                 }
             }
         }
-        Command::Mcp => {
+        Command::Mcp(args) => {
+            let mut config = config;
+            config.file_access = match &args.allow_files {
+                Some(dir) => FileAccess::under(dir)?,
+                None => FileAccess::Deny,
+            };
             let ctx = Context::new(config)?;
             crate::mcp::serve(ctx).await?;
             Ok(exit::OK)

@@ -53,12 +53,18 @@ fn is_loopback(url: &Url) -> bool {
 /// Reads the body, stopping (and dropping the connection) as soon as it passes `cap`.
 async fn read_capped(mut resp: reqwest::Response, url: &Url, cap: u64) -> Result<Vec<u8>> {
     if resp.content_length().is_some_and(|n| n > cap) {
-        return Err(Error::TooLarge { limit: cap });
+        return Err(Error::TooLarge {
+            what: "the response body".to_owned(),
+            limit: cap,
+        });
     }
     let mut body = Vec::with_capacity(resp.content_length().unwrap_or(64 * 1024).min(cap) as usize);
     while let Some(chunk) = resp.chunk().await.map_err(|e| network_error(url, e))? {
         if body.len() as u64 + chunk.len() as u64 > cap {
-            return Err(Error::TooLarge { limit: cap });
+            return Err(Error::TooLarge {
+                what: "the response body".to_owned(),
+                limit: cap,
+            });
         }
         body.extend_from_slice(&chunk);
     }

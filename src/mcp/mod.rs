@@ -162,7 +162,12 @@ impl Server {
             ));
         }
         let summary = summary_line(&out);
-        ops::budget::check(&out, budget, estimate_tokens(&summary))?;
+        let single_url = single
+            .then(|| out.feeds.first().map(|f| f.feed_url.clone()))
+            .flatten();
+        if let Err(e) = ops::budget::check(&out, budget, estimate_tokens(&summary)) {
+            return Ok(error_result(&e, single_url.as_deref()));
+        }
         let value =
             serde_json::to_value(&out).map_err(|e| Error::internal(format!("serializing: {e}")))?;
         Ok(success(summary, value))
@@ -229,12 +234,20 @@ impl Server {
                 max_content_chars: to_usize(a.max_content_chars),
             },
         };
+        let budget = to_usize(Some(
+            a.max_response_tokens
+                .unwrap_or(tools::DEFAULT_MAX_RESPONSE_TOKENS),
+        ))
+        .unwrap_or(usize::MAX);
         let out = ops::show_item(&self.ctx, &a.feed_url, &a.id, opts).await?;
         let summary = format!(
             "Item {:?}{}.",
             out.item.title.as_deref().unwrap_or("(untitled)"),
             if out.from_cache { " (from cache)" } else { "" }
         );
+        if let Err(e) = ops::budget::check_item(&out, budget, estimate_tokens(&summary)) {
+            return Ok(error_result(&e, Some(&a.feed_url)));
+        }
         Ok(success(
             summary,
             serde_json::to_value(&out).unwrap_or(Value::Null),

@@ -118,12 +118,17 @@ pub struct GetItemArgs {
     /// Fetch the feed live instead of looking in the cache first.
     #[serde(default)]
     pub refresh: Option<bool>,
+    /// Token budget of the result (default 10000); over it the call fails with
+    /// RESPONSE_TOO_LARGE and suggests a max_content_chars that fits.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub max_response_tokens: Option<u64>,
 }
 
 /// Arguments of `get_schema`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GetSchemaArgs {
-    /// fetch, ndjson, ndjson-records, discover, show or cache-list.
+    /// fetch, ndjson, ndjson-records, discover, show, cache-list or hosts.
     pub command: String,
 }
 

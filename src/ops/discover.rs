@@ -17,9 +17,7 @@ pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
     let (body, content_type, page_url) = match input.source {
         Source::Invalid(e) => return Err(e),
         Source::File(path) => {
-            let body = tokio::fs::read(&path)
-                .await
-                .map_err(|e| Error::io("cannot read", &path, e))?;
+            let body = ctx.read_local(site_url, &path).await?;
             let url = url::Url::from_file_path(std::path::absolute(&path).unwrap_or(path.clone()))
                 .map_err(|_| Error::internal("a local path could not be made a file URL"))?;
             (body, None, url)

@@ -1,8 +1,6 @@
 //! `fetch_feeds`: a batch of feeds through the cache, the gate and the parser.
 
 use chrono::{DateTime, Utc};
-use std::path::PathBuf;
-use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 use url::Url;
 
@@ -30,7 +28,7 @@ struct Outcome {
 
 fn blank(feed_url: &str) -> FeedResult {
     FeedResult {
-        feed_url: feed_url.to_owned(),
+        feed_url: crate::error::echo(feed_url),
         final_url: None,
         status: FeedStatus::Error,
         from_cache: false,
@@ -59,6 +57,7 @@ impl Outcome {
 
     fn warn(&mut self, code: &str, message: impl Into<String>) {
         self.warnings.push(Warning {
+            // Already cut to the echo limit.
             feed_url: Some(self.feed.feed_url.clone()),
             code: code.to_owned(),
             message: message.into(),
@@ -136,27 +135,12 @@ async fn fetch_one(ctx: &Context, input: Input, opts: &FetchOptions, deadline: I
     let feed_url = input.feed_url;
     match input.source {
         Source::Invalid(err) => Outcome::failed(&feed_url, &err),
-        Source::File(path) => match read_file(path, ctx.config.max_body_bytes).await {
+        Source::File(path) => match ctx.read_local(&feed_url, &path).await {
             Ok(body) => from_body(&feed_url, body, None, None, opts, None).await,
             Err(e) => Outcome::failed(&feed_url, &e),
         },
         Source::Http(url) => fetch_http(ctx, &feed_url, url, opts, deadline).await,
     }
-}
-
-async fn read_file(path: PathBuf, cap: u64) -> Result<Vec<u8>, Error> {
-    let file = tokio::fs::File::open(&path)
-        .await
-        .map_err(|e| Error::io("cannot open", &path, e))?;
-    let mut body = Vec::new();
-    file.take(cap + 1)
-        .read_to_end(&mut body)
-        .await
-        .map_err(|e| Error::io("cannot read", &path, e))?;
-    if body.len() as u64 > cap {
-        return Err(Error::TooLarge { limit: cap });
-    }
-    Ok(body)
 }
 
 /// Parses and renders a body off the async threads.

@@ -66,6 +66,21 @@ impl Context {
         })
     }
 
+    /// Reads the local feed file `path` given as `input`, if the file policy allows it,
+    /// within the size and time limits.
+    async fn read_local(&self, input: &str, path: &std::path::Path) -> Result<Vec<u8>> {
+        let real = self.config.file_access.check(input, path)?;
+        match crate::local::read_file(&real, self.config.read_limits()).await {
+            Err(Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound
+                    && self.config.file_access == crate::local::FileAccess::Any =>
+            {
+                Err(crate::inputs::no_such_input(input))
+            }
+            r => r,
+        }
+    }
+
     /// The warnings every operation reports: the cache or the shared host state could
     /// not be used.
     fn standing_warnings(&self) -> Vec<Warning> {

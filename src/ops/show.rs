@@ -63,9 +63,7 @@ pub async fn show_item(
     let url = match input.source {
         Source::Invalid(e) => return Err(e),
         Source::File(path) => {
-            let body = tokio::fs::read(&path)
-                .await
-                .map_err(|e| Error::io("cannot read", &path, e))?;
+            let body = ctx.read_local(&feed_url, &path).await?;
             let src = FeedBody {
                 body,
                 content_type: None,

@@ -8,4 +8,5 @@ mod cli;
 mod formats;
 mod limits;
 mod mcp;
+mod mcp_guard;
 mod pacing;

@@ -19,7 +19,7 @@ use crate::helpers::*;
 const FEED: &str = "<rss><channel><title>T</title><item><title>i</title><link>https://x.example/i</link><description>Body text</description></item></channel></rss>";
 
 #[derive(Clone, Default)]
-struct Client {
+pub struct Client {
     progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
 }
 
@@ -33,16 +33,22 @@ impl ClientHandler for Client {
     }
 }
 
-struct Server {
-    client: RunningService<RoleClient, Client>,
+pub struct Server {
+    pub client: RunningService<RoleClient, Client>,
     progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
     _cache: tempfile::TempDir,
 }
 
 async fn spawn(env: &[(&str, &str)]) -> Server {
+    spawn_with(&[], env).await
+}
+
+/// `rss mcp ARGS…` with `env`, a cache of its own, and an rmcp client connected.
+pub async fn spawn_with(extra: &[&str], env: &[(&str, &str)]) -> Server {
     let cache = tempfile::tempdir().unwrap();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_rss"));
     cmd.arg("mcp")
+        .args(extra)
         .arg("--cache-dir")
         .arg(cache.path())
         .env_remove("RSS_HOST_CONCURRENCY")
@@ -70,18 +76,18 @@ async fn spawn(env: &[(&str, &str)]) -> Server {
     }
 }
 
-fn args(v: Value) -> serde_json::Map<String, Value> {
+pub fn args(v: Value) -> serde_json::Map<String, Value> {
     v.as_object().cloned().unwrap()
 }
 
-async fn call(s: &Server, tool: &str, a: Value) -> CallToolResult {
+pub async fn call(s: &Server, tool: &str, a: Value) -> CallToolResult {
     s.client
         .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args(a)))
         .await
         .expect("the call completes")
 }
 
-fn text(r: &CallToolResult) -> String {
+pub fn text(r: &CallToolResult) -> String {
     r.content
         .iter()
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
@@ -89,7 +95,7 @@ fn text(r: &CallToolResult) -> String {
         .join("")
 }
 
-fn error_object(r: &CallToolResult) -> Value {
+pub fn error_object(r: &CallToolResult) -> Value {
     assert_eq!(
         r.is_error,
         Some(true),
@@ -99,7 +105,7 @@ fn error_object(r: &CallToolResult) -> Value {
     serde_json::from_str(&text(r)).expect("the error text is a JSON error object")
 }
 
-fn structured(r: &CallToolResult) -> Value {
+pub fn structured(r: &CallToolResult) -> Value {
     assert_ne!(r.is_error, Some(true), "unexpected error: {}", text(r));
     r.structured_content.clone().expect("structured content")
 }
