@@ -34,6 +34,8 @@ pub const ENV_MAX_GATE_WAIT: &str = "RSS_MAX_GATE_WAIT_SECS";
 pub const ENV_CACHE_DIR: &str = "RSS_CACHE_DIR";
 /// Environment variable: `off` keeps host state inside the process.
 pub const ENV_HOST_STATE: &str = "RSS_HOST_STATE";
+/// Environment variable: `1` refuses requests to non-public addresses.
+pub const ENV_DENY_PRIVATE_NETWORKS: &str = "RSS_DENY_PRIVATE_NETWORKS";
 
 /// The accepted ranges of the tunables (inclusive).
 pub mod limits {
@@ -79,6 +81,8 @@ pub struct Overrides {
     pub cache_dir: Option<PathBuf>,
     /// `--no-host-state`.
     pub no_host_state: bool,
+    /// `--deny-private-networks`.
+    pub deny_private_networks: bool,
 }
 
 /// Every runtime parameter, resolved once before any I/O.
@@ -102,6 +106,8 @@ pub struct Config {
     pub host_state: HostStateSetting,
     /// Which local files may be read.
     pub file_access: crate::local::FileAccess,
+    /// Refuse requests to loopback, private, link-local and other non-public addresses.
+    pub deny_private_networks: bool,
 }
 
 impl Default for Config {
@@ -116,6 +122,7 @@ impl Default for Config {
             cache_dir: default_cache_dir(),
             host_state: HostStateSetting::default(),
             file_access: crate::local::FileAccess::default(),
+            deny_private_networks: false,
         }
     }
 }
@@ -189,6 +196,16 @@ impl Config {
             }
             config.timeout = Duration::from_secs_f64(secs);
         }
+        config.deny_private_networks = overrides.deny_private_networks
+            || match env(ENV_DENY_PRIVATE_NETWORKS).as_deref().map(str::trim) {
+                None | Some("" | "0" | "false" | "off") => false,
+                Some("1" | "true" | "on") => true,
+                Some(other) => {
+                    return Err(Error::usage(format!(
+                        "{ENV_DENY_PRIVATE_NETWORKS}={other:?} is not one of 1, 0"
+                    )));
+                }
+            };
         if let Some(bytes) = overrides.max_body_bytes {
             in_range(bytes, limits::MAX_BODY_BYTES, "--max-body-bytes")?;
             config.max_body_bytes = bytes;

@@ -108,7 +108,10 @@ pub enum NetworkKind {
     Body,
     /// Too many redirects, or a redirect loop.
     Redirect,
-    /// Anything else the HTTP stack reported.
+    /// The server did not speak valid HTTP: a reply that is not HTTP, bad headers, a bad
+    /// `Content-Length`, or the connection closed or reset before a whole response head.
+    Protocol,
+    /// Anything else the HTTP stack reported (not expected; reported as a bug).
     Other,
 }
 
@@ -122,6 +125,7 @@ impl NetworkKind {
             NetworkKind::Tls => "tls",
             NetworkKind::Body => "body",
             NetworkKind::Redirect => "redirect",
+            NetworkKind::Protocol => "protocol",
             NetworkKind::Other => "other",
         }
     }

@@ -55,6 +55,11 @@ pub(super) struct GlobalArgs {
     /// Never colour text output (NO_COLOR is honoured too).
     #[arg(long, global = true)]
     pub(super) no_color: bool,
+    /// Refuse requests to loopback, private, link-local (169.254.169.254 included),
+    /// unique-local and unspecified addresses, checked on the address each request (and
+    /// each redirect) connects to (env RSS_DENY_PRIVATE_NETWORKS=1).
+    #[arg(long, global = true)]
+    pub(super) deny_private_networks: bool,
     /// Keep what the gate learns about hosts inside this process instead of sharing it with
     /// every rss process using the same cache directory (env RSS_HOST_STATE=off).
     #[arg(long, global = true)]

@@ -52,7 +52,11 @@ fn run_main() -> u8 {
         Ok(r) => r,
         Err(e) => return report(&Error::internal(format!("cannot start the runtime: {e}"))),
     };
-    match runtime.block_on(run(cli, config)) {
+    let result = runtime.block_on(run(cli, config));
+    // Every write the run depends on was awaited; what may still hold a thread is a read
+    // that was given up on (a FIFO nobody opened), which must not keep the process alive.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    match result {
         Ok(code) => code,
         Err(e) => report(&e),
     }
@@ -80,6 +84,7 @@ fn overrides(g: &GlobalArgs) -> Overrides {
         concurrency: g.concurrency,
         cache_dir: g.cache_dir.clone(),
         no_host_state: g.no_host_state,
+        deny_private_networks: g.deny_private_networks,
     }
 }
 

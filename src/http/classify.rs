@@ -31,6 +31,17 @@ pub(super) fn join_chain(chain: &[Url]) -> String {
 }
 
 pub(super) fn network_error(url: &Url, e: reqwest::Error) -> Error {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&e);
+    while let Some(err) = source {
+        if let Some(refused) = err.downcast_ref::<super::guard::PrivateAddress>() {
+            return Error::InvalidUrl {
+                input: url.to_string(),
+                reason: refused.to_string(),
+                source: None,
+            };
+        }
+        source = err.source();
+    }
     Error::Network {
         kind: classify(&e),
         url: url.to_string(),
@@ -38,28 +49,54 @@ pub(super) fn network_error(url: &Url, e: reqwest::Error) -> Error {
     }
 }
 
-fn classify(e: &reqwest::Error) -> NetworkKind {
+/// The kind of a network failure, read from the typed error chain (never from message
+/// text): the TLS library's error, hyper's, the OS error kind, then reqwest's own flags.
+pub(super) fn classify(e: &reqwest::Error) -> NetworkKind {
     if e.is_timeout() {
         return NetworkKind::Timeout;
     }
     if e.is_dns() {
         return NetworkKind::Dns;
     }
-    let mut chain = String::new();
-    let mut source: Option<&dyn std::error::Error> = Some(e);
+    let mut io_kind = None;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(err) = source {
-        chain.push_str(&err.to_string().to_ascii_lowercase());
-        chain.push(' ');
+        if err.is::<rustls::Error>() {
+            return NetworkKind::Tls;
+        }
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            if h.is_timeout() {
+                return NetworkKind::Timeout;
+            }
+            if h.is_parse() || h.is_parse_status() || h.is_incomplete_message() {
+                return if e.is_body() {
+                    NetworkKind::Body
+                } else {
+                    NetworkKind::Protocol
+                };
+            }
+        }
+        // An I/O error wraps its cause without listing it as a source: look inside.
+        let mut wrapped = err.downcast_ref::<std::io::Error>();
+        while let Some(io) = wrapped {
+            io_kind.get_or_insert(io.kind());
+            let inner = io.get_ref();
+            if inner.is_some_and(|i| i.is::<rustls::Error>()) {
+                return NetworkKind::Tls;
+            }
+            wrapped = inner.and_then(|i| i.downcast_ref::<std::io::Error>());
+        }
         source = err.source();
     }
-    if chain.contains("certificate") || chain.contains("tls") || chain.contains("handshake") {
-        return NetworkKind::Tls;
-    }
-    if chain.contains("dns error") || chain.contains("failed to lookup") {
-        return NetworkKind::Dns;
-    }
-    if e.is_connect() {
-        return NetworkKind::Connect;
+    use std::io::ErrorKind as K;
+    match io_kind {
+        Some(K::TimedOut) => return NetworkKind::Timeout,
+        Some(
+            K::ConnectionRefused | K::HostUnreachable | K::NetworkUnreachable | K::AddrNotAvailable,
+        ) => {
+            return NetworkKind::Connect;
+        }
+        _ => {}
     }
     if e.is_body() || e.is_decode() {
         return NetworkKind::Body;
@@ -67,7 +104,22 @@ fn classify(e: &reqwest::Error) -> NetworkKind {
     if e.is_redirect() {
         return NetworkKind::Redirect;
     }
-    NetworkKind::Other
+    if e.is_connect() {
+        // Connected, then the peer broke off before TLS or HTTP got going.
+        return match io_kind {
+            Some(K::ConnectionReset | K::ConnectionAborted | K::UnexpectedEof | K::BrokenPipe) => {
+                NetworkKind::Protocol
+            }
+            _ => NetworkKind::Connect,
+        };
+    }
+    match io_kind {
+        Some(K::ConnectionReset | K::ConnectionAborted | K::UnexpectedEof | K::BrokenPipe) => {
+            NetworkKind::Protocol
+        }
+        _ if e.is_request() => NetworkKind::Protocol,
+        _ => NetworkKind::Other,
+    }
 }
 
 /// Parses a `Retry-After` value: delta-seconds, or an HTTP-date relative to `now`. A past

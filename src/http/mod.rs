@@ -8,6 +8,7 @@
 //! gate once.
 
 mod classify;
+mod guard;
 mod send;
 
 use std::sync::Arc;
@@ -100,6 +101,7 @@ struct Inner {
     sends: Semaphore,
     max_body_bytes: u64,
     max_redirects: usize,
+    deny_private_networks: bool,
 }
 
 /// What a call has spent so far.
@@ -130,6 +132,9 @@ impl Client {
             if direct {
                 builder = builder.no_proxy();
             }
+            if config.deny_private_networks {
+                builder = builder.dns_resolver(guard::PublicOnly);
+            }
             builder.build().map_err(Error::ClientSetup)
         };
         Ok(Client {
@@ -141,6 +146,7 @@ impl Client {
                 sends: Semaphore::new(config.concurrency.max(1)),
                 max_body_bytes: config.max_body_bytes,
                 max_redirects: config.max_redirects,
+                deny_private_networks: config.deny_private_networks,
             }),
         })
     }
@@ -185,6 +191,7 @@ impl Client {
                 reason: "the URL has no host".into(),
                 source: None,
             })?;
+            self.check_address(&url)?;
             let mut permit = self
                 .inner
                 .gate
@@ -218,6 +225,27 @@ impl Client {
                 });
             }
             url = next;
+        }
+    }
+
+    /// With `--deny-private-networks`, refuses a URL whose host is a non-public IP address
+    /// (names are checked as they resolve).
+    fn check_address(&self, url: &Url) -> Result<()> {
+        if !self.inner.deny_private_networks {
+            return Ok(());
+        }
+        let ip = match url.host() {
+            Some(url::Host::Ipv4(ip)) => std::net::IpAddr::V4(ip),
+            Some(url::Host::Ipv6(ip)) => std::net::IpAddr::V6(ip),
+            _ => return Ok(()),
+        };
+        match guard::private_kind(ip) {
+            Some(kind) => Err(Error::InvalidUrl {
+                input: url.to_string(),
+                reason: format!("{ip} is a {kind} address (refused by --deny-private-networks)"),
+                source: None,
+            }),
+            None => Ok(()),
         }
     }
 
