@@ -31,13 +31,15 @@ pub enum ErrorCode {
     Io,
     /// `rss show` found no such item.
     NotFound,
+    /// The run was stopped by `SIGINT` or `SIGTERM` before it finished.
+    Interrupted,
     /// A bug in `rss`.
     Internal,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 10] = [
+    pub const ALL: [ErrorCode; 11] = [
         ErrorCode::Usage,
         ErrorCode::InvalidUrl,
         ErrorCode::Network,
@@ -47,6 +49,7 @@ impl ErrorCode {
         ErrorCode::ResponseTooLarge,
         ErrorCode::Io,
         ErrorCode::NotFound,
+        ErrorCode::Interrupted,
         ErrorCode::Internal,
     ];
 
@@ -62,6 +65,7 @@ impl ErrorCode {
             ErrorCode::ResponseTooLarge => "RESPONSE_TOO_LARGE",
             ErrorCode::Io => "IO_ERROR",
             ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::Interrupted => "INTERRUPTED",
             ErrorCode::Internal => "INTERNAL_ERROR",
         }
     }
@@ -88,6 +92,7 @@ impl ErrorCode {
             }
             ErrorCode::Io => "a local file could not be read or written",
             ErrorCode::NotFound => "no such item; list current ids with fetch_feed",
+            ErrorCode::Interrupted => "the run was stopped by a signal before it finished",
             ErrorCode::Internal => "a bug in rss; report it",
         }
     }
@@ -242,6 +247,12 @@ pub enum Error {
     /// The shared host-state store failed (`rss hosts`).
     #[error("host state: {0}")]
     HostStore(#[source] crate::hosts::StoreError),
+    /// A signal stopped the run.
+    #[error("stopped by {signal} before the run finished")]
+    Interrupted {
+        /// `SIGINT` or `SIGTERM`.
+        signal: &'static str,
+    },
     /// The HTTP client could not be built (its TLS set-up failed).
     #[error("cannot build the HTTP client: {0}")]
     ClientSetup(#[source] reqwest::Error),
@@ -317,6 +328,7 @@ impl Error {
             Error::TooLarge { .. } | Error::OverBudget { .. } => ErrorCode::ResponseTooLarge,
             Error::Io { .. } | Error::HostStore(_) => ErrorCode::Io,
             Error::NotFound { .. } => ErrorCode::NotFound,
+            Error::Interrupted { .. } => ErrorCode::Interrupted,
             Error::Internal { .. } | Error::ClientSetup(_) => ErrorCode::Internal,
         }
     }
@@ -362,6 +374,7 @@ impl Error {
             | Error::Internal { .. }
             | Error::ClientSetup(_)
             | Error::HostStore(_) => json!({}),
+            Error::Interrupted { signal } => json!({ "signal": signal }),
         };
         match value {
             Value::Object(map) => map,
@@ -425,6 +438,10 @@ pub mod exit {
     pub const PARTIAL: u8 = 3;
     /// Every feed failed.
     pub const ALL_FAILED: u8 = 4;
+    /// Stopped by `SIGINT` (128 + 2; `SIGTERM` gives 143).
+    pub const INTERRUPTED: u8 = 130;
+    /// Stopped by `SIGTERM` (128 + 15).
+    pub const TERMINATED: u8 = 143;
 }
 
 #[cfg(test)]

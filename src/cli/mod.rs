@@ -3,10 +3,12 @@
 //! - `args`    — the clap definitions
 //! - `fetch`   — `rss fetch`: options, inputs, the progress bar
 //! - `logging` — logs on stderr
+//! - `signal`  — `SIGINT` / `SIGTERM`
 
 mod args;
 mod fetch;
 mod logging;
+mod signal;
 
 use std::io::{IsTerminal, Write};
 
@@ -52,10 +54,28 @@ fn run_main() -> u8 {
         Ok(r) => r,
         Err(e) => return report(&Error::internal(format!("cannot start the runtime: {e}"))),
     };
-    let result = runtime.block_on(run(cli, config));
-    // Every write the run depends on was awaited; what may still hold a thread is a read
-    // that was given up on (a FIFO nobody opened), which must not keep the process alive.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    // The MCP server ends on a signal by itself (exit 0); anything else is cut short by
+    // one: its in-flight requests are dropped, which frees their hosts.
+    let serves = matches!(cli.command, Command::Mcp(_));
+    let result = runtime.block_on(async {
+        if serves {
+            return run(cli, config).await;
+        }
+        let stop = signal::shutdown();
+        tokio::select! {
+            r = run(cli, config) => r,
+            signal = stop => Err(Error::Interrupted { signal }),
+        }
+    });
+    // A finished run awaited every write it depends on; what may still hold a thread is a
+    // read that was given up on (a FIFO nobody opened), which must not keep the process
+    // alive. An interrupted run gives cache writes under way a moment to land.
+    let grace = if matches!(result, Err(Error::Interrupted { .. })) {
+        1200
+    } else {
+        200
+    };
+    runtime.shutdown_timeout(std::time::Duration::from_millis(grace));
     match result {
         Ok(code) => code,
         Err(e) => report(&e),
@@ -67,6 +87,11 @@ fn report(e: &Error) -> u8 {
     let obj = e.to_object(None);
     let mut err = std::io::stderr().lock();
     let _ = output::write_json(&mut err, &obj, false);
+    match e {
+        Error::Interrupted { signal: "SIGTERM" } => return exit::TERMINATED,
+        Error::Interrupted { .. } => return exit::INTERRUPTED,
+        _ => {}
+    }
     match e.code() {
         crate::error::ErrorCode::Usage => exit::USAGE,
         crate::error::ErrorCode::Internal => exit::INTERNAL,
@@ -171,8 +196,9 @@ async fn run(cli: Cli, config: Config) -> Result<u8> {
                 Some(dir) => FileAccess::under(dir)?,
                 None => FileAccess::Deny,
             };
+            let stop = signal::shutdown();
             let ctx = Context::new(config)?;
-            crate::mcp::serve(ctx).await?;
+            crate::mcp::serve(ctx, stop).await?;
             Ok(exit::OK)
         }
     }

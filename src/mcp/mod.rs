@@ -1,6 +1,7 @@
 //! The MCP server (`rss mcp`, stdio). Tools delegate to `ops`; one [`Context`] — one HTTP
 //! client, gate and cache — is built once and shared by every call for the server's life.
 
+mod stdio;
 pub mod tools;
 
 use std::sync::Arc;
@@ -40,18 +41,34 @@ impl Server {
     }
 }
 
-/// Serves MCP on stdin/stdout until the client hangs up.
-pub async fn serve(ctx: Context) -> Result<()> {
-    let running = match Server::new(ctx).serve(rmcp::transport::stdio()).await {
+/// Serves MCP on stdin/stdout until the client hangs up or `shutdown` resolves (a
+/// signal): then in-flight calls are cancelled, which frees their hosts, and it returns.
+pub async fn serve(ctx: Context, shutdown: impl std::future::Future) -> Result<()> {
+    let transport = stdio::transport(tokio::io::stdin(), tokio::io::stdout());
+    tokio::pin!(shutdown);
+    let init = tokio::select! {
+        r = Server::new(ctx).serve(transport) => r,
+        _ = &mut shutdown => return Ok(()),
+    };
+    let running = match init {
         Ok(running) => running,
         // The client hung up before initializing: nothing to serve, nothing wrong.
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => return Err(Error::internal(format!("MCP initialization failed: {e}"))),
     };
-    running
-        .waiting()
-        .await
-        .map_err(|e| Error::internal(format!("MCP server stopped: {e}")))?;
+    let cancel = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        r = &mut waiting => {
+            r.map_err(|e| Error::internal(format!("MCP server stopped: {e}")))?;
+        }
+        _ = &mut shutdown => {
+            tracing::info!("shutting down on a signal");
+            cancel.cancel();
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), waiting).await;
+        }
+    }
     Ok(())
 }
 

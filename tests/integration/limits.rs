@@ -377,7 +377,7 @@ async fn servers_that_do_not_speak_http_get_documented_kinds() {
     fn reset(mut s: tokio::net::TcpStream) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             read_head(&mut s).await;
-            let _ = s.set_linger(Some(Duration::ZERO));
+            let _ = s.set_zero_linger();
             drop(s);
         })
     }

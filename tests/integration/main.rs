@@ -10,3 +10,4 @@ mod limits;
 mod mcp;
 mod mcp_guard;
 mod pacing;
+mod signals;

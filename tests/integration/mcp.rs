@@ -81,9 +81,12 @@ pub fn args(v: Value) -> serde_json::Map<String, Value> {
 }
 
 pub async fn call(s: &Server, tool: &str, a: Value) -> CallToolResult {
-    s.client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args(a)))
+    let call = s
+        .client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args(a)));
+    tokio::time::timeout(Duration::from_secs(120), call)
         .await
+        .expect("the call is answered within two minutes")
         .expect("the call completes")
 }
 
