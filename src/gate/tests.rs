@@ -558,3 +558,48 @@ async fn idle_hosts_are_pruned_from_a_long_lived_gate() {
     }
     assert_eq!(gate.state_of(&strict).depth, 1);
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn a_cooldown_never_exceeds_its_cap(
+            depth in 0u32..200,
+            retry_after in proptest::option::of(0u64..u64::MAX / 2),
+            cap in 1u64..86_400,
+        ) {
+            let p = GateParams {
+                max_cooldown: Duration::from_secs(cap),
+                ..GateParams::default()
+            };
+            let c = cooldown(&p, depth, retry_after.map(Duration::from_secs));
+            prop_assert!(c <= p.max_cooldown);
+            if retry_after.is_none() {
+                prop_assert!(c >= p.base_cooldown.min(p.max_cooldown));
+            }
+        }
+
+        #[test]
+        fn no_sequence_of_outcomes_asks_for_a_wait_past_the_caps(
+            outcomes in proptest::collection::vec((0u8..3, proptest::option::of(0u64..100_000), 0u64..5_000), 1..40),
+        ) {
+            let p = GateParams::default();
+            let mut s = HostState::default();
+            let mut now = Instant::now();
+            for (kind, ra, gap_ms) in outcomes {
+                now += Duration::from_millis(gap_ms);
+                let outcome = match kind {
+                    0 => Outcome::Success,
+                    1 => Outcome::Failed,
+                    _ => Outcome::Refused { retry_after: ra.map(Duration::from_secs) },
+                };
+                s.apply(&p, Event::SendStart { at: now });
+                s.apply(&p, Event::Ended { sent_at: now, at: now, outcome, status: None });
+                prop_assert!(s.pacing(now) <= p.max_cooldown.max(p.sticky_spacing));
+                prop_assert!(s.floor.is_none_or(|f| f <= p.max_cooldown));
+            }
+        }
+    }
+}

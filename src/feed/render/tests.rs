@@ -355,6 +355,41 @@ mod properties {
         }
 
         #[test]
+        fn ids_are_stable_across_parses_and_independent_of_item_order(
+            titles in proptest::collection::vec("[a-zA-Z0-9 ]{1,12}", 1..8),
+            seed in 0usize..100,
+        ) {
+            let doc = |order: &[usize]| {
+                let items: String = order
+                    .iter()
+                    .map(|&i| format!("<item><title>{}</title><guid>g{i}</guid></item>", titles[i]))
+                    .collect();
+                format!("<rss><channel><title>t</title>{items}</channel></rss>")
+            };
+            let ids = |xml: String| {
+                let p = crate::feed::process(
+                    "https://example.com/f",
+                    xml.into_bytes(),
+                    None,
+                    None,
+                    &crate::feed::Selection::default(),
+                    &crate::feed::RenderOptions::default(),
+                )
+                .unwrap();
+                let mut v: Vec<(Option<String>, String)> =
+                    p.built.items.into_iter().map(|i| (i.guid, i.id)).collect();
+                v.sort();
+                v
+            };
+            let forward: Vec<usize> = (0..titles.len()).collect();
+            let mut shuffled = forward.clone();
+            shuffled.rotate_left(seed % titles.len());
+            let first = ids(doc(&forward));
+            prop_assert_eq!(&first, &ids(doc(&forward)));
+            prop_assert_eq!(&first, &ids(doc(&shuffled)));
+        }
+
+        #[test]
         fn dates_accept_any_text(s in "[0-9A-Za-z:+\\-/., TZé]{0,40}") {
             let _ = crate::feed::date::parse(&s);
             let _ = crate::feed::parse_since(&s, chrono::Utc::now());
