@@ -105,6 +105,12 @@ pub struct FeedMeta {
     pub language: Option<String>,
     /// Feed icon or logo URL, absolute.
     pub icon: Option<String>,
+    /// The feed's authors or managing editor (names; an address only when no name is
+    /// given).
+    pub authors: Vec<String>,
+    /// The feed's categories (RSS `category`, Atom `category`, `itunes:category` with its
+    /// subcategories, `dc:subject`).
+    pub categories: Vec<String>,
 }
 
 /// How an item's `id` was derived.

@@ -10,10 +10,21 @@ use super::{Body, date};
 use crate::model::Enclosure;
 use crate::urls::resolve;
 
-pub(super) const RSSISH: [Ns; 2] = [Ns::None, Ns::Rss];
+pub(super) const RSSISH: [Ns; 3] = [Ns::None, Ns::Rss, Ns::Root];
 
 pub(super) fn is_atomish(e: &Element, atom_mode: bool) -> bool {
-    e.ns == Ns::Atom || (atom_mode && e.ns == Ns::None)
+    e.ns == Ns::Atom || (atom_mode && matches!(e.ns, Ns::None | Ns::Root))
+}
+
+/// The categories an `itunes:category` carries in its `text` attribute, its nested ones
+/// included (`Technology` › `Software How-To`).
+pub(super) fn itunes_categories(e: &Element, out: &mut Vec<String>) {
+    push_unique(out, e.attr("text").and_then(non_empty));
+    for c in e.elements() {
+        if c.ns == Ns::Itunes && c.name.eq_ignore_ascii_case("category") {
+            itunes_categories(c, out);
+        }
+    }
 }
 
 /// A text construct as a body: Atom `type`/`mode`, or RSS's HTML-by-default.

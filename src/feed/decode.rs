@@ -49,8 +49,40 @@ pub(crate) fn to_utf8(bytes: Vec<u8>, content_type: Option<&str>) -> String {
             utf8_with_1252_fallback(bytes)
         }
         Some(enc) => decode_with(enc.output_encoding(), &bytes),
-        None => utf8_with_1252_fallback(bytes),
+        None if mostly_utf8(&bytes) => utf8_with_1252_fallback(bytes),
+        None => decode_with(detect(&bytes), &bytes),
     }
+}
+
+/// Whether undeclared bytes are UTF-8, perhaps with a few stray bytes pasted in: valid, or
+/// with more valid multi-byte characters than invalid sequences. A legacy encoding (EUC-JP,
+/// Shift_JIS, GB2312, Big5, EUC-KR, Windows-125x) has next to no valid multi-byte UTF-8.
+fn mostly_utf8(bytes: &[u8]) -> bool {
+    let (mut valid, mut invalid) = (0usize, 0usize);
+    let mut rest = bytes;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                valid += s.chars().filter(|c| !c.is_ascii()).count();
+                break;
+            }
+            Err(e) => {
+                let (good, bad) = rest.split_at(e.valid_up_to());
+                valid += std::str::from_utf8(good)
+                    .map_or(0, |s| s.chars().filter(|c| !c.is_ascii()).count());
+                invalid += 1;
+                rest = &bad[e.error_len().unwrap_or(bad.len()).max(1)..];
+            }
+        }
+    }
+    invalid == 0 || valid > invalid
+}
+
+/// The legacy encoding of bytes that declare none, as Firefox's detector guesses it.
+fn detect(bytes: &[u8]) -> &'static Encoding {
+    let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
+    detector.feed(bytes, true);
+    detector.guess(None, chardetng::Utf8Detection::Deny)
 }
 
 fn is_western_single_byte(enc: &'static Encoding) -> bool {
@@ -127,6 +159,22 @@ mod tests {
     #[test]
     fn invalid_utf8_without_a_declaration_falls_back_to_windows_1252() {
         assert_eq!(to_utf8(b"<t>\xe9</t>".to_vec(), None), "<t>é</t>");
+    }
+
+    #[test]
+    fn undeclared_legacy_encodings_are_detected_from_the_bytes() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/parsing");
+        for (file, expected) in [
+            ("undeclared-euc-jp.xml", "日本語のフィード"),
+            ("undeclared-shift-jis.xml", "日本語のフィード"),
+            ("undeclared-gb2312.xml", "中文新闻频道"),
+            ("undeclared-big5.xml", "繁體中文新聞頻道"),
+            ("undeclared-euc-kr.xml", "한국어 피드"),
+            ("undeclared-windows-1251.xml", "Русская лента новостей"),
+        ] {
+            let bytes = std::fs::read(format!("{dir}/{file}")).unwrap();
+            assert!(to_utf8(bytes, None).contains(expected), "{file}");
+        }
     }
 
     #[test]

@@ -3,8 +3,8 @@
 use url::Url;
 
 use super::constructs::{
-    Dates, RSSISH, enclosure, first_date, is_atomish, person, person_name, plain, push_enclosure,
-    push_unique, set_once, text_construct,
+    Dates, RSSISH, enclosure, first_date, is_atomish, itunes_categories, person, person_name,
+    plain, push_enclosure, push_unique, set_once, text_construct,
 };
 use super::text::{collapse_ws, non_empty};
 use super::xml::{self, Element, Ns};
@@ -21,9 +21,16 @@ pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
     let mut items = Vec::new();
     let mut skipped: Vec<String> = Vec::new();
     let mut beyond_cap = 0usize;
+    let mut empty_items = 0usize;
     let doc = xml::parse(text, base, &mut |el| {
-        if items.len() < MAX_ITEMS {
-            items.push(item(&el, atom_mode, &mut skipped));
+        if items.len() + empty_items < MAX_ITEMS {
+            let it = item(&el, atom_mode, &mut skipped);
+            // An item with nothing to show or identify is not an item.
+            if it.is_empty() {
+                empty_items += 1;
+            } else {
+                items.push(it);
+            }
         } else {
             beyond_cap += 1;
         }
@@ -55,13 +62,28 @@ pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
         ..RawFeed::default()
     };
     channel_meta(channel, &root, atom_mode, &mut feed);
-    if feed.title.is_none() && items.is_empty() {
-        let what = if format == "xml" {
-            format!("the root element <{}> is not RSS, RDF or Atom", root.name)
-        } else {
-            "no feed title or item could be read".to_owned()
-        };
-        return Err(Error::parse(format!("{what}, so this is not a feed")));
+    let repaired = !doc.repairs.is_empty() || doc.truncated;
+    if format == "xml" && feed.title.is_none() && items.is_empty() {
+        return Err(Error::parse(format!(
+            "the root element <{}> is not RSS, RDF or Atom, so this is not a feed",
+            root.name
+        )));
+    }
+    // A feed root makes a feed, empty or not; a document that had to be repaired and
+    // still gave nothing at all is a broken download, not an empty feed.
+    if repaired && items.is_empty() && !feed.has_metadata() {
+        return Err(Error::parse(format!(
+            "the document is malformed and no feed data could be read from it ({})",
+            doc.repairs
+                .first()
+                .map_or("it is cut short", String::as_str)
+        )));
+    }
+    if empty_items > 0 {
+        feed.warnings.push((
+            WARN_ELEMENT_SKIPPED,
+            format!("{empty_items} item(s) with no title, link, guid, body, date or enclosure were left out"),
+        ));
     }
     if base.is_none()
         && let Some(site) = feed.site_url.as_deref().and_then(|s| Url::parse(s).ok())
@@ -205,7 +227,9 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
             }
             (_, "id") if atomish => it.guid = non_empty(c.text()).or(it.guid.take()),
             (_, "author") if atomish || rssish => push_unique(&mut it.authors, person(c)),
-            (Ns::Dc, "creator") => push_unique(&mut it.authors, person_name(&c.text())),
+            (Ns::Dc, "creator") | (Ns::Dc, "author") => {
+                push_unique(&mut it.authors, person_name(&c.text()))
+            }
             (Ns::Itunes, "author") => author_fallback = person_name(&c.text()),
             (_, "pubdate") if rssish => set_once(&mut dates.published[0], c.text()),
             (_, "published") | (_, "issued") if atomish => {
@@ -243,11 +267,12 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
                 );
             }
             (_, "category") if rssish => {
-                push_unique(&mut it.categories, non_empty(collapse_ws(&c.text())))
+                push_unique(&mut it.categories, non_empty(collapse_ws(&c.own_text())))
             }
-            (Ns::Dc, "subject") => {
-                push_unique(&mut it.categories, non_empty(collapse_ws(&c.text())))
+            (Ns::Dc, "subject") | (Ns::Media, "category") => {
+                push_unique(&mut it.categories, non_empty(collapse_ws(&c.own_text())))
             }
+            (Ns::Itunes, "category") => itunes_categories(c, &mut it.categories),
             (_, "enclosure") if rssish => push_enclosure(
                 &mut it.enclosures,
                 enclosure(
@@ -317,6 +342,7 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
     let base = ch.base.as_deref();
     let mut skipped = Vec::new();
     let mut updated: [Option<String>; 3] = Default::default();
+    let mut author_fallback = None;
     let mut description_fallback = None;
     let mut logo = None;
     let mut image_url = None;
@@ -360,7 +386,28 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
             (_, "updated") | (_, "modified") if atomish => set_once(&mut updated[0], c.text()),
             (_, "lastbuilddate") if rssish => set_once(&mut updated[0], c.text()),
             (_, "pubdate") if rssish => set_once(&mut updated[1], c.text()),
-            (Ns::Dc, "date") | (Ns::Dcterms, "modified") => set_once(&mut updated[2], c.text()),
+            (Ns::Dc, "date") | (Ns::Dcterms, "modified") | (Ns::Dcterms, "issued") => {
+                set_once(&mut updated[2], c.text())
+            }
+            (_, "author") if atomish => push_unique(&mut feed.authors, person(c)),
+            (_, "managingeditor") if rssish => {
+                push_unique(&mut feed.authors, person_name(&c.text()))
+            }
+            (Ns::Dc, "creator") | (Ns::Dc, "author") => {
+                push_unique(&mut feed.authors, person_name(&c.text()))
+            }
+            (Ns::Itunes, "author") => author_fallback = person_name(&c.text()),
+            (_, "category") if atomish => push_unique(
+                &mut feed.categories,
+                c.attr("term").or(c.attr("label")).and_then(non_empty),
+            ),
+            (_, "category") if rssish => {
+                push_unique(&mut feed.categories, non_empty(collapse_ws(&c.own_text())))
+            }
+            (Ns::Dc, "subject") | (Ns::Media, "category") => {
+                push_unique(&mut feed.categories, non_empty(collapse_ws(&c.own_text())))
+            }
+            (Ns::Itunes, "category") => itunes_categories(c, &mut feed.categories),
             (_, "language") if rssish => feed.language = non_empty(c.text()),
             (Ns::Dc, "language") if feed.language.is_none() => feed.language = non_empty(c.text()),
             (_, "icon") if atomish => feed.icon = resolve(&c.text(), base),
@@ -381,6 +428,9 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
     }
     if feed.description.is_none() {
         feed.description = description_fallback;
+    }
+    if feed.authors.is_empty() {
+        push_unique(&mut feed.authors, author_fallback);
     }
     feed.updated = first_date(&updated);
     feed.icon = feed.icon.take().or(image_url).or(logo).or(itunes_image);

@@ -74,13 +74,19 @@ pub(super) fn parse(text: &str, base: Option<&Url>) -> Result<RawFeed> {
         ..RawFeed::default()
     };
     let feed_authors = author_names(&root);
+    feed.authors = feed_authors.clone();
     let mut odd = 0usize;
     let mut beyond_cap = 0usize;
     if let Some(Value::Array(items)) = items_value {
         for v in items {
             match v {
                 Value::Object(_) if feed.items.len() >= MAX_ITEMS => beyond_cap += 1,
-                Value::Object(obj) => feed.items.push(item(obj, base, &feed_authors)),
+                Value::Object(obj) => {
+                    let it = item(obj, base, &feed_authors);
+                    if !it.is_empty() {
+                        feed.items.push(it);
+                    }
+                }
                 _ => odd += 1,
             }
         }

@@ -62,6 +62,19 @@ pub(crate) struct RawItem {
 }
 
 impl RawItem {
+    /// Whether the item has nothing to show or identify: no title, link, guid, body, date
+    /// or enclosure.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.title.is_none()
+            && self.url.is_none()
+            && self.guid.is_none()
+            && self.summary.is_none()
+            && self.content.is_none()
+            && self.published.is_none()
+            && self.updated.is_none()
+            && self.enclosures.is_empty()
+    }
+
     /// The date used for `--since` and ordering: published, else updated.
     pub fn date(&self) -> Option<DateTime<Utc>> {
         self.published.or(self.updated)
@@ -78,9 +91,25 @@ pub(crate) struct RawFeed {
     pub updated: Option<DateTime<Utc>>,
     pub language: Option<String>,
     pub icon: Option<String>,
+    pub authors: Vec<String>,
+    pub categories: Vec<String>,
     pub items: Vec<RawItem>,
     /// Non-fatal findings: (code, message).
     pub warnings: Vec<(&'static str, String)>,
+}
+
+impl RawFeed {
+    /// Whether the feed says anything about itself.
+    fn has_metadata(&self) -> bool {
+        self.title.is_some()
+            || self.site_url.is_some()
+            || self.description.is_some()
+            || self.updated.is_some()
+            || self.language.is_some()
+            || self.icon.is_some()
+            || !self.authors.is_empty()
+            || !self.categories.is_empty()
+    }
 }
 
 /// Warning code: the feed needed repairs to be read.
@@ -216,6 +245,8 @@ pub fn process(
             updated: raw.updated.as_ref().map(date::format),
             language: raw.language,
             icon: raw.icon,
+            authors: raw.authors,
+            categories: raw.categories,
         },
         built,
     })
@@ -322,7 +353,7 @@ mod tests {
     #[test]
     fn a_body_of_endless_empty_items_is_capped() {
         let mut body = String::from("<rss><channel><title>t</title>");
-        body.push_str(&"<item/>".repeat(MAX_ITEMS + 10));
+        body.push_str(&"<item><title>i</title></item>".repeat(MAX_ITEMS + 10));
         body.push_str("</channel></rss>");
         let feed = parse(body.into_bytes(), None, None).unwrap();
         assert_eq!(feed.items.len(), MAX_ITEMS);

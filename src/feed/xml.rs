@@ -38,6 +38,9 @@ pub(crate) enum Ns {
     Xhtml,
     /// The `xml:` prefix.
     Xml,
+    /// The root element's own namespace when it is none of the above (RSS under an unknown
+    /// URI, Atom under a draft's): the feed's vocabulary all the same.
+    Root,
     /// Anything else.
     Other,
 }
@@ -49,8 +52,11 @@ impl Ns {
             .strip_prefix("http://")
             .or_else(|| u.strip_prefix("https://"))
             .unwrap_or(&u);
+        if u.starts_with("purl.org/atom/ns") || u.starts_with("www.w3.org/2005/atom") {
+            // Atom 0.3 and the pre-1.0 drafts (`…/ns#draft-ietf-atompub-format-08`).
+            return Ns::Atom;
+        }
         match u {
-            "www.w3.org/2005/atom" | "purl.org/atom/ns" => Ns::Atom,
             "purl.org/rss/1.0" | "my.netscape.com/rdf/simple/0.9" => Ns::Rss,
             "backend.userland.com/rss2" | "backend.userland.com/rss" => Ns::Rss,
             "blogs.law.harvard.edu/tech/rss" => Ns::Rss,
@@ -141,6 +147,18 @@ impl Element {
         })
     }
 
+    /// The element's own text, without its child elements' (a `<category>` with markup
+    /// inside keeps only its words).
+    pub fn own_text(&self) -> String {
+        let mut out = String::new();
+        for c in &self.children {
+            if let Node::Text(t) = c {
+                out.push_str(t);
+            }
+        }
+        out
+    }
+
     /// Whether any child is an element.
     pub fn has_element_children(&self) -> bool {
         self.elements().next().is_some()
@@ -216,7 +234,102 @@ pub(crate) struct Document {
 
 /// Whether `el` (just opened) is an item or entry.
 pub(crate) fn is_item(el: &Element) -> bool {
-    el.is(&[Ns::None, Ns::Rss, Ns::Other], "item") || el.is(&[Ns::Atom, Ns::None], "entry")
+    el.is(&[Ns::None, Ns::Rss, Ns::Root, Ns::Other], "item")
+        || el.is(&[Ns::Atom, Ns::None, Ns::Root], "entry")
+}
+
+/// Longest replacement text of one entity declared in a document's DTD.
+const MAX_ENTITY_BYTES: usize = 4 * 1024;
+/// Most replacement text all of a document's entity references may add.
+const MAX_EXPANSION_BYTES: usize = 1 << 20;
+
+/// The general entities a document declares in its internal DTD subset. External
+/// entities (`SYSTEM`, `PUBLIC`) are never read; every expansion counts against a
+/// per-entity and a per-document cap, so nested declarations (billion laughs) cost nothing.
+#[derive(Debug, Default)]
+struct Entities {
+    declared: std::collections::HashMap<String, String>,
+    spent: usize,
+}
+
+impl Entities {
+    /// The replacement text of `&name;`: the five XML entities, then the document's own,
+    /// then HTML's; `None` when unknown or over the document's budget.
+    fn expand(&mut self, name: &str) -> Option<std::borrow::Cow<'static, str>> {
+        if name.starts_with('#') || matches!(name, "amp" | "lt" | "gt" | "quot" | "apos") {
+            return resolve_entity(name);
+        }
+        if let Some(v) = self.declared.get(name) {
+            if self.spent + v.len() > MAX_EXPANSION_BYTES {
+                return None;
+            }
+            self.spent += v.len();
+            return Some(std::borrow::Cow::Owned(v.clone()));
+        }
+        resolve_entity(name)
+    }
+
+    /// Reads `<!ENTITY name "value">` declarations from a DOCTYPE's text.
+    fn declare_from(&mut self, doctype: &str) {
+        let mut rest = doctype;
+        while let Some(at) = rest.find("<!ENTITY") {
+            rest = &rest[at + 8..];
+            let decl = rest.trim_start();
+            // Parameter entities (`%`) are for the DTD itself.
+            if decl.starts_with('%') {
+                continue;
+            }
+            let name_end = decl.find(|c: char| c.is_whitespace()).unwrap_or(decl.len());
+            let name = &decl[..name_end];
+            let after = decl[name_end..].trim_start();
+            let Some(quote) = after.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+                continue; // SYSTEM or PUBLIC: external, never fetched
+            };
+            let Some(len) = after[1..].find(quote) else {
+                break;
+            };
+            let raw = &after[1..1 + len];
+            if name.is_empty() || self.declared.contains_key(name) {
+                continue;
+            }
+            if let Some(value) = self.replacement(raw) {
+                self.declared.insert(name.to_owned(), value);
+            }
+        }
+    }
+
+    /// An entity value with its references expanded, or `None` when it grows past the cap.
+    fn replacement(&mut self, raw: &str) -> Option<String> {
+        let mut out = String::new();
+        let mut rest = raw;
+        while let Some(amp) = rest.find('&') {
+            out.push_str(&rest[..amp]);
+            let after = &rest[amp + 1..];
+            match after.find(';') {
+                Some(end) if end > 0 && !after[..end].contains(['&', ' ']) => {
+                    let name = &after[..end];
+                    match self.expand(name) {
+                        Some(v) => out.push_str(&v),
+                        None => {
+                            out.push('&');
+                            out.push_str(name);
+                            out.push(';');
+                        }
+                    }
+                    rest = &after[end + 1..];
+                }
+                _ => {
+                    out.push('&');
+                    rest = after;
+                }
+            }
+            if out.len() > MAX_ENTITY_BYTES {
+                return None;
+            }
+        }
+        out.push_str(rest);
+        (out.len() <= MAX_ENTITY_BYTES).then_some(out)
+    }
 }
 
 struct Frame {
@@ -227,7 +340,11 @@ struct Frame {
 
 struct Builder<'f> {
     stack: Vec<Frame>,
-    scopes: Vec<(String, Ns)>,
+    /// Declared prefixes: (prefix, namespace, URI).
+    scopes: Vec<(String, Ns, String)>,
+    /// The root element's namespace URI, when it is not a known one.
+    root_uri: Option<String>,
+    entities: Entities,
     root: Option<Element>,
     item_at: Option<usize>,
     doc_base: Option<Rc<Url>>,
@@ -258,6 +375,8 @@ pub(crate) fn parse(
     let mut b = Builder {
         stack: Vec::new(),
         scopes: Vec::new(),
+        root_uri: None,
+        entities: Entities::default(),
         root: None,
         item_at: None,
         doc_base: doc_base.cloned().map(Rc::new),
@@ -277,13 +396,12 @@ pub(crate) fn parse(
             Ok(Event::CData(t)) => b.text(&t.xml10_content()),
             Ok(Event::GeneralRef(r)) => {
                 let name = r.into_inner();
-                match resolve_entity(&name) {
+                match b.entities.expand(&name) {
                     Some(s) => b.text(&s),
-                    None => {
-                        b.text(&format!("&{name};"));
-                    }
+                    None => b.text(&format!("&{name};")),
                 }
             }
+            Ok(Event::DocType(d)) => b.entities.declare_from(d.as_ref()),
             Ok(Event::Eof) => break,
             Ok(_) => {}
             Err(e) => {
@@ -331,18 +449,12 @@ impl Builder<'_> {
         if prefix == "xml" {
             return Ns::Xml;
         }
-        self.scopes
-            .iter()
-            .rev()
-            .find(|(p, _)| p == prefix)
-            .map(|(_, ns)| *ns)
-            .unwrap_or_else(|| {
-                if prefix.is_empty() {
-                    Ns::None
-                } else {
-                    Ns::from_prefix(prefix)
-                }
-            })
+        match self.scopes.iter().rev().find(|(p, _, _)| p == prefix) {
+            Some((_, Ns::Other, uri)) if self.root_uri.as_deref() == Some(uri.as_str()) => Ns::Root,
+            Some((_, ns, _)) => *ns,
+            None if prefix.is_empty() => Ns::None,
+            None => Ns::from_prefix(prefix),
+        }
     }
 
     fn start(&mut self, e: &BytesStart<'_>, empty: bool) {
@@ -366,13 +478,26 @@ impl Builder<'_> {
             let key = a.key.into_inner();
             let value = unescape_attr(&a.value).into_owned();
             if key == "xmlns" {
-                self.scopes.push((String::new(), Ns::from_uri(&value)));
+                self.scopes
+                    .push((String::new(), Ns::from_uri(&value), value.clone()));
             } else if let Some(p) = key.strip_prefix("xmlns:") {
-                self.scopes.push((p.to_owned(), Ns::from_uri(&value)));
+                self.scopes
+                    .push((p.to_owned(), Ns::from_uri(&value), value.clone()));
             }
             raw_attrs.push((key.to_owned(), value));
         }
         let (prefix, local) = split_qname(&qname);
+        if self.root.is_none() && self.stack.is_empty() {
+            // The root's own namespace, unknown as it may be, is the feed's vocabulary.
+            let prefix = prefix.unwrap_or("");
+            self.root_uri = self
+                .scopes
+                .iter()
+                .rev()
+                .find(|(p, _, _)| p == prefix)
+                .filter(|(_, ns, _)| *ns == Ns::Other)
+                .map(|(_, _, uri)| uri.clone());
+        }
         let ns = self.lookup(prefix.unwrap_or(""));
         let attrs: Vec<Attr> = raw_attrs
             .into_iter()

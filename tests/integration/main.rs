@@ -10,4 +10,5 @@ mod limits;
 mod mcp;
 mod mcp_guard;
 mod pacing;
+mod parsing;
 mod signals;

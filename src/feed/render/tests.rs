@@ -396,10 +396,29 @@ mod properties {
         }
 
         #[test]
-        fn the_feed_parser_accepts_any_bytes(body in proptest::collection::vec(any::<u8>(), 0..400), html in messy()) {
-            let _ = crate::feed::parse(body, None, None);
-            let doc = format!("<rss><channel><title>t</title><item><title>{html}</title><description>{html}</description></item></channel></rss>");
-            let _ = crate::feed::parse(doc.into_bytes(), Some("text/xml; charset=utf-8"), None);
+        fn a_parse_fails_as_not_a_feed_or_returns_no_empty_item(
+            body in proptest::collection::vec(any::<u8>(), 0..400),
+            html in messy(),
+            shape in prop_oneof![
+                Just("<rss><channel>{}</channel></rss>"),
+                Just("<rss><channel><item>{}"),
+                Just("<feed xmlns='http://www.w3.org/2005/Atom'><entry>{}</entry></feed>"),
+                Just("<rdf:RDF><item>{}</item></rdf:RDF>"),
+                Just("{}"),
+            ],
+        ) {
+            let fragment = format!("<item><title>{html}</title></item><item>{html}</item>");
+            let doc = shape.replace("{}", &fragment);
+            for bytes in [body, doc.into_bytes()] {
+                match crate::feed::parse(bytes, Some("text/xml; charset=utf-8"), None) {
+                    Err(e) => prop_assert_eq!(e.code().as_str(), "FEED_PARSE_FAILED"),
+                    Ok(feed) => {
+                        for it in &feed.items {
+                            prop_assert!(!it.is_empty(), "{:?}", it);
+                        }
+                    }
+                }
+            }
         }
     }
 }

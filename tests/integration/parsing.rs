@@ -1,0 +1,216 @@
+//! Parsing at feedparser's level: one fixture per rule in `tests/fixtures/parsing/`.
+
+use rss::model::{FeedResult, FeedStatus};
+
+use crate::helpers::*;
+
+async fn parse(name: &str) -> FeedResult {
+    let path = fixture_path(&format!("parsing/{name}"));
+    let ctx = context(config(None));
+    let out = fetch(&ctx, &[path.to_str().unwrap().to_owned()], &no_cache()).await;
+    out.feeds.into_iter().next().unwrap()
+}
+
+async fn ok(name: &str) -> FeedResult {
+    let f = parse(name).await;
+    assert_eq!(f.status, FeedStatus::Ok, "{name}: {:?}", f.error);
+    f
+}
+
+#[tokio::test]
+async fn an_empty_feed_is_a_feed_with_its_metadata() {
+    let f = ok("empty-rss-with-metadata.xml").await;
+    assert_eq!(f.item_count, 0);
+    assert_eq!(f.meta.title, None);
+    assert_eq!(
+        f.meta.site_url.as_deref(),
+        Some("https://empty.example.com/")
+    );
+    assert_eq!(f.meta.updated.as_deref(), Some("2025-06-10T04:00:00Z"));
+    assert_eq!(f.meta.language.as_deref(), Some("en-gb"));
+    assert_eq!(
+        f.meta.icon.as_deref(),
+        Some("https://empty.example.com/logo.png")
+    );
+    assert_eq!(f.meta.authors, ["The Editor"]);
+
+    let f = ok("empty-atom.xml").await;
+    assert_eq!(f.meta.format.as_deref(), Some("atom"));
+    assert_eq!(
+        f.meta.site_url.as_deref(),
+        Some("https://atom-empty.example.com/")
+    );
+    assert_eq!(f.meta.updated.as_deref(), Some("2025-06-10T04:00:00Z"));
+    assert_eq!(f.meta.authors, ["Nobody"]);
+
+    let f = ok("empty-rdf.xml").await;
+    assert_eq!(f.meta.format.as_deref(), Some("rdf"));
+    assert_eq!(f.meta.updated.as_deref(), Some("2025-06-10T04:00:00Z"));
+}
+
+#[tokio::test]
+async fn a_truncated_document_that_yields_nothing_is_not_a_feed() {
+    let f = parse("truncated.xml").await;
+    assert_eq!(f.status, FeedStatus::Error);
+    assert_eq!(f.error.unwrap().code, "FEED_PARSE_FAILED");
+}
+
+#[tokio::test]
+async fn an_item_with_nothing_in_it_is_not_an_item() {
+    let f = ok("empty-items.xml").await;
+    let titles: Vec<_> = f.items.iter().map(|i| i.title.as_deref()).collect();
+    assert_eq!(titles, [Some("Real one"), None]);
+    assert_eq!(f.items[1].guid.as_deref(), Some("just-a-guid"));
+}
+
+#[tokio::test]
+async fn rss_in_a_namespace_reads_as_rss() {
+    let f = ok("rss-prefixed-userland.xml").await;
+    assert_eq!(f.meta.title.as_deref(), Some("Prefixed RSS"));
+    let i = item(&f, "Prefixed item");
+    assert_eq!(i.url.as_deref(), Some("https://prefixed.example.com/1"));
+    assert_eq!(i.published.as_deref(), Some("2025-06-10T04:00:00Z"));
+
+    let f = ok("rss-unknown-namespace.xml").await;
+    assert_eq!(f.meta.title.as_deref(), Some("Odd default namespace"));
+    // The feed's own elements win over a module's with the same local name.
+    let i = item(&f, "Item title");
+    assert_eq!(i.summary.as_deref(), Some("The description"));
+    assert_eq!(i.published.as_deref(), Some("2025-06-10T04:00:00Z"));
+}
+
+#[tokio::test]
+async fn atom_under_draft_and_odd_namespaces_reads_as_atom() {
+    let f = ok("atom-draft-namespace.xml").await;
+    assert_eq!(f.meta.format.as_deref(), Some("atom"));
+    assert_eq!(f.meta.updated.as_deref(), Some("2005-06-10T04:00:00Z"));
+    let i = item(&f, "Draft entry");
+    assert_eq!(i.url.as_deref(), Some("https://draft.example.com/1"));
+    assert_eq!(i.guid.as_deref(), Some("tag:draft.example.com,2005:1"));
+
+    let f = ok("atom-odd-namespace.xml").await;
+    assert_eq!(f.meta.title.as_deref(), Some("Odd Atom"));
+    assert_eq!(
+        f.meta.site_url.as_deref(),
+        Some("https://oddatom.example.com/")
+    );
+    assert_eq!(f.meta.updated.as_deref(), Some("2005-06-10T04:00:00Z"));
+    let i = item(&f, "Odd entry");
+    assert_eq!(i.guid.as_deref(), Some("urn:x:1"));
+    assert_eq!(i.published.as_deref(), Some("2005-06-10T04:00:00Z"));
+}
+
+#[tokio::test]
+async fn feed_level_dates_fill_updated() {
+    let f = ok("feed-dates.xml").await;
+    assert_eq!(f.meta.updated.as_deref(), Some("2025-06-09T04:00:00Z"));
+}
+
+#[tokio::test]
+async fn people_are_names_not_addresses() {
+    let f = ok("people.xml").await;
+    let authors: Vec<Vec<String>> = f.items.iter().map(|i| i.authors.clone()).collect();
+    for (title, want) in [
+        ("1", "Example Editor"),
+        ("2", "Example Editor"),
+        ("3", "Dee Author"),
+        ("4", "Cee Creator"),
+        ("5", "only@example.com"),
+    ] {
+        assert_eq!(item(&f, title).authors, [want], "{authors:?}");
+    }
+}
+
+#[tokio::test]
+async fn categories_come_from_every_vocabulary() {
+    let f = ok("categories.xml").await;
+    assert_eq!(f.meta.categories, ["Technology", "Software How-To", "News"]);
+    assert_eq!(
+        item(&f, "1").categories,
+        [
+            "Plain",
+            "Own text",
+            "Media cat",
+            "Subject",
+            "Arts",
+            "Design"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_permalink_guid_is_the_address_of_an_item_without_a_link() {
+    let f = ok("guid-permalink.xml").await;
+    assert_eq!(
+        item(&f, "perma").url.as_deref(),
+        Some("https://g.example.com/post/1")
+    );
+    assert_eq!(item(&f, "not perma").url, None);
+    assert_eq!(item(&f, "not a url").url, None);
+    assert_eq!(
+        item(&f, "link wins").url.as_deref(),
+        Some("https://g.example.com/real/4")
+    );
+}
+
+#[tokio::test]
+async fn internal_dtd_entities_expand_and_external_ones_are_never_read() {
+    let f = ok("dtd-entities.xml").await;
+    assert_eq!(f.meta.site_url.as_deref(), Some("https://dtd.example.com/"));
+    let i = item(&f, "Entity item");
+    assert_eq!(i.guid.as_deref(), Some("tag:example.com,2006:1"));
+    assert_eq!(i.url.as_deref(), Some("https://dtd.example.com/posts/1"));
+    let s = i.summary.as_deref().unwrap();
+    assert!(!s.contains("root:"), "{s}");
+}
+
+#[tokio::test]
+async fn a_billion_laughs_costs_nothing() {
+    let f = ok("billion-laughs.xml").await;
+    let t = f.items[0].title.as_deref().unwrap();
+    assert!(t.len() < 10_000, "{} bytes", t.len());
+}
+
+#[tokio::test]
+async fn undeclared_legacy_encodings_are_detected() {
+    for (name, title) in [
+        ("undeclared-euc-jp.xml", "日本語のフィード"),
+        ("undeclared-shift-jis.xml", "日本語のフィード"),
+        ("undeclared-gb2312.xml", "中文新闻频道"),
+        ("undeclared-big5.xml", "繁體中文新聞頻道"),
+        ("undeclared-euc-kr.xml", "한국어 피드"),
+        ("undeclared-windows-1251.xml", "Русская лента новостей"),
+    ] {
+        let f = ok(name).await;
+        assert_eq!(f.meta.title.as_deref(), Some(title), "{name}");
+    }
+}
+
+#[test]
+fn an_empty_feed_and_a_truncated_one_in_a_batch_exit_3_and_alone_4() {
+    let empty = fixture_path("parsing/empty-rss-with-metadata.xml");
+    let truncated = fixture_path("parsing/truncated.xml");
+    let out = rss_cmd()
+        .args([
+            "fetch",
+            empty.to_str().unwrap(),
+            truncated.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let doc = json(&out.stdout);
+    assert_eq!(doc["feeds"][0]["status"], "ok");
+    assert_eq!(doc["feeds"][0]["item_count"], 0);
+    assert_eq!(doc["feeds"][1]["error"]["code"], "FEED_PARSE_FAILED");
+    let out = rss_cmd()
+        .args(["fetch", truncated.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let out = rss_cmd()
+        .args(["fetch", empty.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
