@@ -100,7 +100,7 @@ impl Write for Counter {
 fn pipeline(body: Vec<u8>, format: ContentFormat) -> (usize, usize) {
     let p = rss::feed::process(
         "https://bench.example.com/feed.xml",
-        body,
+        body.into(),
         Some("application/rss+xml"),
         url::Url::parse("https://bench.example.com/feed.xml")
             .ok()

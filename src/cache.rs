@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::feed::date;
 use crate::model::CacheEntryInfo;
+use crate::payload::Payload;
 
 const META_VERSION: u32 = 1;
 
@@ -71,7 +72,7 @@ pub struct Entry {
     /// Its metadata.
     pub meta: Meta,
     /// The raw body.
-    pub body: Vec<u8>,
+    pub body: Payload,
 }
 
 /// The result of a lookup.
@@ -176,7 +177,7 @@ impl Cache {
             ));
         }
         let body_path = self.feeds().join(&meta.body_file);
-        let body = fs::read(&body_path)
+        let body = read_chunked(&body_path)
             .map_err(|e| format!("cache body {} is missing: {e}", body_path.display()))?;
         if body.len() as u64 != meta.body_len {
             return Err(format!(
@@ -186,7 +187,7 @@ impl Cache {
                 meta.body_len
             ));
         }
-        if hex::encode(Sha256::digest(&body)) != meta.body_sha256 {
+        if sha256_hex(&body) != meta.body_sha256 {
             return Err(format!(
                 "cache body {} does not match its hash",
                 body_path.display()
@@ -196,8 +197,8 @@ impl Cache {
     }
 
     /// Stores a fresh body and its metadata.
-    pub fn store(&self, req: &StoreRequest<'_>, body: &[u8]) -> Result<Meta> {
-        let sha = hex::encode(Sha256::digest(body));
+    pub fn store(&self, req: &StoreRequest<'_>, body: &Payload) -> Result<Meta> {
+        let sha = sha256_hex(body);
         let k = key(req.feed_url);
         let body_file = format!("{k}-{}.body", &sha[..16]);
         let feeds = self.feeds();
@@ -260,7 +261,7 @@ impl Cache {
     fn write_meta(&self, meta: &Meta) -> Result<()> {
         let json = serde_json::to_vec_pretty(meta)
             .map_err(|e| Error::internal(format!("cache metadata: {e}")))?;
-        write_atomic(&self.meta_path(&meta.feed_url), &json)
+        write_atomic(&self.meta_path(&meta.feed_url), &Payload::from(json))
     }
 
     /// Every entry's metadata (unreadable ones as warnings), sorted by feed URL.
@@ -344,11 +345,36 @@ impl Cache {
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+fn sha256_hex(body: &Payload) -> String {
+    let mut h = Sha256::new();
+    for c in body.chunks() {
+        h.update(c);
+    }
+    hex::encode(h.finalize())
+}
+
+/// Reads a file into a chunked body.
+fn read_chunked(path: &Path) -> std::io::Result<Payload> {
+    use std::io::Read;
+    let mut file = fs::File::open(path)?;
+    let mut body = Payload::default();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(body);
+        }
+        body.extend_from_slice(&buf[..n]);
+    }
+}
+
+fn write_atomic(path: &Path, bytes: &Payload) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .map_err(|e| Error::io("cannot create a temporary file in", dir, e))?;
-    tmp.write_all(bytes)
+    bytes
+        .chunks()
+        .try_for_each(|c| tmp.write_all(c))
         .and_then(|_| tmp.as_file().sync_data())
         .map_err(|e| Error::io("cannot write", tmp.path().to_path_buf(), e))?;
     tmp.persist(path)
@@ -375,17 +401,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         assert!(matches!(cache.load("http://a/feed"), Lookup::Miss));
-        cache.store(&req("http://a/feed"), b"<rss/>").unwrap();
+        cache
+            .store(&req("http://a/feed"), &Payload::from(&b"<rss/>"[..]))
+            .unwrap();
         let Lookup::Hit(e) = cache.load("http://a/feed") else {
             panic!("expected a hit")
         };
-        assert_eq!(e.body, b"<rss/>");
+        assert_eq!(e.body.into_vec(), b"<rss/>");
         assert_eq!(e.meta.etag.as_deref(), Some("\"v1\""));
-        cache.store(&req("http://a/feed"), b"<rss>2</rss>").unwrap();
+        cache
+            .store(&req("http://a/feed"), &Payload::from(&b"<rss>2</rss>"[..]))
+            .unwrap();
         let Lookup::Hit(e) = cache.load("http://a/feed") else {
             panic!("expected a hit")
         };
-        assert_eq!(e.body, b"<rss>2</rss>");
+        assert_eq!(e.body.into_vec(), b"<rss>2</rss>");
     }
 
     #[test]
@@ -393,7 +423,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let meta = cache
-            .store(&req("http://a/feed"), b"<rss>body</rss>")
+            .store(
+                &req("http://a/feed"),
+                &Payload::from(&b"<rss>body</rss>"[..]),
+            )
             .unwrap();
         let body_path = dir.path().join("feeds").join(&meta.body_file);
         fs::write(&body_path, b"<rss>bo").unwrap();
@@ -410,8 +443,12 @@ mod tests {
     fn clear_respects_older_than() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
-        cache.store(&req("http://a/1"), b"1").unwrap();
-        cache.store(&req("http://a/2"), b"2").unwrap();
+        cache
+            .store(&req("http://a/1"), &Payload::from(&b"1"[..]))
+            .unwrap();
+        cache
+            .store(&req("http://a/2"), &Payload::from(&b"2"[..]))
+            .unwrap();
         assert_eq!(cache.clear(Some(Duration::from_secs(3600))).unwrap(), 0);
         assert_eq!(cache.list().0.len(), 2);
         assert_eq!(cache.clear(None).unwrap(), 2);

@@ -16,6 +16,7 @@
 //! - `inputs`   — arguments, stdin, `--input`, `--opml`: merged, classified, de-duplicated
 //! - `local`    — capped, time-limited local reads, and which files may be read
 //! - `ops`      — the operations both front ends call (fetch, discover, show, cache)
+//! - `payload`  — a body in chunks, freed as a parser reads it
 //! - `output`   — json / ndjson / text rendering, schema emission
 //! - `cli`      — the clap surface and the one exit path
 //! - `mcp`      — the MCP server: tools delegate to `ops`, one shared client and cache
@@ -38,6 +39,7 @@ pub mod mcp;
 pub mod model;
 pub mod ops;
 pub mod output;
+pub mod payload;
 pub mod schedule;
 pub(crate) mod urls;
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::error::{Error, Result};
+use crate::payload::Payload;
 
 /// Which local files may be read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -126,8 +127,24 @@ async fn read_capped(reader: impl AsyncRead + Unpin, cap: u64) -> io::Result<Opt
     Ok((body.len() as u64 <= cap).then_some(body))
 }
 
+/// Reads `reader` into a chunked body, or fails once more than `cap` bytes came.
+async fn read_chunked(mut reader: impl AsyncRead + Unpin, cap: u64) -> io::Result<Option<Payload>> {
+    let mut body = Payload::default();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = reader.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(Some(body));
+        }
+        if body.len() as u64 + n as u64 > cap {
+            return Ok(None);
+        }
+        body.extend_from_slice(&buf[..n]);
+    }
+}
+
 /// Reads the file at `path` within `limits`.
-pub async fn read_file(path: &Path, limits: ReadLimits) -> Result<Vec<u8>> {
+pub async fn read_file(path: &Path, limits: ReadLimits) -> Result<Payload> {
     let read = async {
         let file = tokio::fs::File::open(path)
             .await
@@ -139,7 +156,7 @@ pub async fn read_file(path: &Path, limits: ReadLimits) -> Result<Vec<u8>> {
                 io::Error::new(io::ErrorKind::IsADirectory, "it is a directory"),
             ));
         }
-        read_capped(file, limits.max_bytes)
+        read_chunked(file, limits.max_bytes)
             .await
             .map_err(|e| Error::io("cannot read", path, e))?
             .ok_or_else(|| Error::TooLarge {
@@ -198,7 +215,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
         std::fs::write(&p, b"12345").unwrap();
-        assert_eq!(read_file(&p, limits(5)).await.unwrap(), b"12345");
+        assert_eq!(read_file(&p, limits(5)).await.unwrap().into_vec(), b"12345");
         assert!(read_file(&p, limits(4)).await.is_err());
         let e = read_file(dir.path(), limits(5)).await.unwrap_err();
         assert_eq!(e.code().as_str(), "IO_ERROR");

@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
         };
         let Ok(p) = rss::feed::process(
             base.as_str(),
-            data.to_vec(),
+            data.to_vec().into(),
             Some("application/xml"),
             Some(&base),
             &Selection::default(),

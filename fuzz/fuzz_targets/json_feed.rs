@@ -8,7 +8,7 @@ fuzz_target!(|data: &[u8]| {
     let base = url::Url::parse("https://fuzz.example/feed.json").unwrap();
     let _ = rss::feed::process(
         base.as_str(),
-        data.to_vec(),
+        data.to_vec().into(),
         Some("application/feed+json"),
         Some(&base),
         &Selection::default(),

@@ -57,7 +57,7 @@ fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
 /// (or `RESPONSE_TOO_LARGE`), not a usage error.
 async fn read_text(path: &Path, limits: ReadLimits) -> Result<String> {
     let bytes = local::read_file(path, limits).await?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok(String::from_utf8_lossy(&bytes.into_vec()).into_owned())
 }
 
 async fn gather_inputs(args: &FetchArgs, limits: ReadLimits) -> Result<Vec<Input>> {

@@ -92,7 +92,12 @@ pub fn truncate_chars(s: &mut String, max: usize) -> bool {
     }
 }
 
-fn render_one(raw: RawItem, id: String, id_source: IdSource, opts: &RenderOptions) -> (Item, bool) {
+pub(super) fn render_one(
+    raw: RawItem,
+    id: String,
+    id_source: IdSource,
+    opts: &RenderOptions,
+) -> (Item, bool) {
     let base = raw.base.as_ref();
     let body = raw.content.as_ref().or(raw.summary.as_ref());
     let mut fell_back = false;

@@ -1,6 +1,14 @@
-//! Bytes to text: the charset from a BOM, the HTTP header or the XML declaration.
+//! Bytes to text: the charset from a BOM, the HTTP header or the XML declaration, else
+//! UTF-8 when the bytes are (mostly) UTF-8, else what Firefox's detector guesses.
+//!
+//! Decoding streams: [`reader`] turns a [`Payload`] into UTF-8 bytes chunk by chunk, freeing
+//! the input as it goes, so a large feed is never held as bytes and as text at once.
 
-use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
+use std::io::{self, BufRead, Read};
+
+use encoding_rs::{Decoder, Encoding, UTF_8, WINDOWS_1252};
+
+use crate::payload::{Payload, PayloadReader};
 
 /// The charset parameter of a `Content-Type` header.
 pub(crate) fn header_charset(content_type: &str) -> Option<&str> {
@@ -27,116 +35,299 @@ fn declared_encoding(bytes: &[u8]) -> Option<&'static Encoding> {
     Encoding::for_label(value.trim().as_bytes())
 }
 
-/// Decodes a feed body to UTF-8. The order is BOM, then the HTTP charset, then the XML
-/// declaration, then UTF-8 if it is valid, else Windows-1252. A header that claims a
-/// single-byte Western charset for a body that is valid, non-ASCII UTF-8 is wrong so
-/// often that UTF-8 wins.
-pub(crate) fn to_utf8(bytes: Vec<u8>, content_type: Option<&str>) -> String {
-    if let Some((enc, bom_len)) = Encoding::for_bom(&bytes) {
-        return decode_with(enc, &bytes[bom_len..]);
-    }
-    let from_header = content_type
-        .and_then(header_charset)
-        .and_then(|c| Encoding::for_label(c.as_bytes()));
-    let declared = from_header.or_else(|| declared_encoding(&bytes));
-    match declared {
-        Some(enc) if enc == UTF_8 => utf8_with_1252_fallback(bytes),
-        Some(enc)
-            if is_western_single_byte(enc)
-                && !bytes.is_ascii()
-                && std::str::from_utf8(&bytes).is_ok() =>
-        {
-            utf8_with_1252_fallback(bytes)
-        }
-        Some(enc) => decode_with(enc.output_encoding(), &bytes),
-        None if mostly_utf8(&bytes) => utf8_with_1252_fallback(bytes),
-        None => decode_with(detect(&bytes), &bytes),
-    }
-}
-
-/// Whether undeclared bytes are UTF-8, perhaps with a few stray bytes pasted in: valid, or
-/// with more valid multi-byte characters than invalid sequences. A legacy encoding (EUC-JP,
-/// Shift_JIS, GB2312, Big5, EUC-KR, Windows-125x) has next to no valid multi-byte UTF-8.
-fn mostly_utf8(bytes: &[u8]) -> bool {
-    let (mut valid, mut invalid) = (0usize, 0usize);
-    let mut rest = bytes;
-    loop {
-        match std::str::from_utf8(rest) {
-            Ok(s) => {
-                valid += s.chars().filter(|c| !c.is_ascii()).count();
-                break;
-            }
-            Err(e) => {
-                let (good, bad) = rest.split_at(e.valid_up_to());
-                valid += std::str::from_utf8(good)
-                    .map_or(0, |s| s.chars().filter(|c| !c.is_ascii()).count());
-                invalid += 1;
-                rest = &bad[e.error_len().unwrap_or(bad.len()).max(1)..];
-            }
-        }
-    }
-    invalid == 0 || valid > invalid
-}
-
-/// The legacy encoding of bytes that declare none, as Firefox's detector guesses it.
-fn detect(bytes: &[u8]) -> &'static Encoding {
-    let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
-    detector.feed(bytes, true);
-    detector.guess(None, chardetng::Utf8Detection::Deny)
-}
-
 fn is_western_single_byte(enc: &'static Encoding) -> bool {
     enc == WINDOWS_1252 || enc.name() == "ISO-8859-15" || enc.name() == "ISO-8859-1"
 }
 
-/// UTF-8, where every byte that is not part of valid UTF-8 is read as Windows-1252: the
-/// usual damage is a few pasted smart quotes in an otherwise UTF-8 feed, and this keeps
-/// both the UTF-8 text and the quotes.
-fn utf8_with_1252_fallback(bytes: Vec<u8>) -> String {
-    let bytes = match String::from_utf8(bytes) {
-        Ok(s) => return s,
-        Err(e) => e.into_bytes(),
-    };
-    let mut out = String::with_capacity(bytes.len() + 64);
-    let mut rest = &bytes[..];
-    while !rest.is_empty() {
-        match std::str::from_utf8(rest) {
-            Ok(s) => {
-                out.push_str(s);
-                break;
-            }
-            Err(err) => {
-                let (good, bad) = rest.split_at(err.valid_up_to());
-                out.push_str(&String::from_utf8_lossy(good));
-                let n = err.error_len().unwrap_or(bad.len()).max(1);
-                out.push_str(&decode_with(WINDOWS_1252, &bad[..n]));
-                rest = &bad[n..];
+/// Whether every chunk joined is valid UTF-8, and whether any of it is not ASCII: the
+/// common case, answered at the speed of the validator.
+fn valid_utf8(body: &Payload) -> Option<bool> {
+    let mut carry: Vec<u8> = Vec::new();
+    let mut non_ascii = false;
+    for chunk in body.chunks() {
+        let joined;
+        let bytes: &[u8] = if carry.is_empty() {
+            chunk
+        } else {
+            carry.extend_from_slice(chunk);
+            joined = std::mem::take(&mut carry);
+            &joined
+        };
+        match std::str::from_utf8(bytes) {
+            Ok(_) => {}
+            // A character that continues in the next chunk.
+            Err(e) if e.error_len().is_none() => carry = bytes[e.valid_up_to()..].to_vec(),
+            Err(_) => return None,
+        }
+        non_ascii = non_ascii || !bytes.is_ascii();
+    }
+    carry.is_empty().then_some(non_ascii)
+}
+
+/// How many non-ASCII characters are valid UTF-8 and how many sequences are not, over
+/// every chunk (a character split across chunks counts once).
+fn utf8_census(body: &Payload) -> (usize, usize) {
+    if let Some(non_ascii) = valid_utf8(body) {
+        return (usize::from(non_ascii), 0);
+    }
+    let (mut valid, mut invalid) = (0usize, 0usize);
+    let mut carry: Vec<u8> = Vec::new();
+    for chunk in body.chunks() {
+        let joined;
+        let mut rest: &[u8] = if carry.is_empty() {
+            chunk
+        } else {
+            carry.extend_from_slice(chunk);
+            joined = std::mem::take(&mut carry);
+            &joined
+        };
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(s) => {
+                    valid += s.chars().filter(|c| !c.is_ascii()).count();
+                    break;
+                }
+                Err(e) => {
+                    let (good, bad) = rest.split_at(e.valid_up_to());
+                    valid += std::str::from_utf8(good)
+                        .map_or(0, |s| s.chars().filter(|c| !c.is_ascii()).count());
+                    match e.error_len() {
+                        Some(n) => {
+                            invalid += 1;
+                            rest = &bad[n..];
+                        }
+                        // Possibly a character that continues in the next chunk.
+                        None => {
+                            carry = bad.to_vec();
+                            break;
+                        }
+                    }
+                }
             }
         }
     }
+    if !carry.is_empty() {
+        invalid += 1;
+    }
+    (valid, invalid)
+}
+
+/// The legacy encoding of bytes that declare none, as Firefox's detector guesses it.
+fn detect(body: &Payload) -> &'static Encoding {
+    let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
+    let mut chunks = body.chunks().peekable();
+    while let Some(c) = chunks.next() {
+        detector.feed(c, chunks.peek().is_none());
+    }
+    detector.guess(None, chardetng::Utf8Detection::Deny)
+}
+
+/// How a body becomes UTF-8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// Valid UTF-8 already: passed through untouched.
+    Utf8,
+    /// UTF-8 where every byte that is not part of valid UTF-8 is read as Windows-1252 (the
+    /// usual damage is a few pasted smart quotes; this keeps both).
+    Utf8With1252,
+    /// Another encoding.
+    Decode(&'static Encoding),
+}
+
+/// The plan for `body`, after `skip` bytes of BOM. The order is BOM, then the HTTP charset,
+/// then the XML declaration, then UTF-8 if it is (mostly) that, else a detected legacy
+/// encoding. A header that claims a single-byte Western charset for a body that is valid,
+/// non-ASCII UTF-8 is wrong so often that UTF-8 wins.
+fn plan(body: &Payload, content_type: Option<&str>) -> (Plan, usize) {
+    let head = body.head(256);
+    if let Some((enc, bom_len)) = Encoding::for_bom(&head) {
+        return (
+            if enc == UTF_8 {
+                Plan::Utf8With1252
+            } else {
+                Plan::Decode(enc)
+            },
+            bom_len,
+        );
+    }
+    let from_header = content_type
+        .and_then(header_charset)
+        .and_then(|c| Encoding::for_label(c.as_bytes()));
+    let declared = from_header.or_else(|| declared_encoding(&head));
+    let census = || utf8_census(body);
+    let plan = match declared {
+        Some(enc) if enc == UTF_8 => match census() {
+            (_, 0) => Plan::Utf8,
+            _ => Plan::Utf8With1252,
+        },
+        Some(enc) if is_western_single_byte(enc) => match census() {
+            (valid, 0) if valid > 0 => Plan::Utf8,
+            _ => Plan::Decode(enc.output_encoding()),
+        },
+        Some(enc) => Plan::Decode(enc.output_encoding()),
+        None => match census() {
+            (_, 0) => Plan::Utf8,
+            (valid, invalid) if valid > invalid => Plan::Utf8With1252,
+            _ => Plan::Decode(detect(body)),
+        },
+    };
+    (plan, 0)
+}
+
+/// `body` as a stream of UTF-8 bytes; the input is freed as it is read.
+pub(crate) fn reader(body: Payload, content_type: Option<&str>) -> Box<dyn BufRead + Send> {
+    let (plan, skip) = plan(&body, content_type);
+    let mut input = body.into_reader();
+    input.consume(skip);
+    match plan {
+        Plan::Utf8 => Box::new(input),
+        Plan::Utf8With1252 => Box::new(Transcoder::new(input, None)),
+        Plan::Decode(enc) => Box::new(Transcoder::new(
+            input,
+            Some(enc.new_decoder_without_bom_handling()),
+        )),
+    }
+}
+
+/// `body` decoded to one string (for JSON Feed and HTML pages, which are read whole).
+pub(crate) fn to_utf8(body: Payload, content_type: Option<&str>) -> String {
+    let (plan, skip) = plan(&body, content_type);
+    if plan == Plan::Utf8 && skip == 0 {
+        return String::from_utf8(body.into_vec())
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    }
+    let mut out = String::with_capacity(body.len() + body.len() / 8);
+    let _ = reader(body, content_type).read_to_string(&mut out);
     out
 }
 
-fn decode_with(enc: &'static Encoding, bytes: &[u8]) -> String {
-    let (text, _) = enc.decode_without_bom_handling(bytes);
-    text.into_owned()
+/// Input read per step of a [`Transcoder`].
+const STEP: usize = 64 * 1024;
+
+/// Turns bytes into UTF-8 a step at a time: with an `encoding_rs` decoder, or as UTF-8 with
+/// stray bytes read as Windows-1252.
+struct Transcoder {
+    input: PayloadReader,
+    decoder: Option<Decoder>,
+    /// Bytes of an incomplete UTF-8 sequence waiting for the next step.
+    carry: Vec<u8>,
+    out: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+impl Transcoder {
+    fn new(input: PayloadReader, decoder: Option<Decoder>) -> Transcoder {
+        Transcoder {
+            input,
+            decoder,
+            carry: Vec::new(),
+            out: Vec::with_capacity(STEP * 2),
+            pos: 0,
+            done: false,
+        }
+    }
+
+    fn step(&mut self) -> io::Result<()> {
+        self.out.clear();
+        self.pos = 0;
+        let chunk = self.input.fill_buf()?;
+        let take = chunk.len().min(STEP);
+        let last = take == 0;
+        let mut src = std::mem::take(&mut self.carry);
+        src.extend_from_slice(&chunk[..take]);
+        self.input.consume(take);
+        match &mut self.decoder {
+            Some(d) => {
+                let cap = d
+                    .max_utf8_buffer_length(src.len())
+                    .unwrap_or(src.len() * 3 + 16);
+                self.out.resize(cap, 0);
+                let (_, _, written, _) = d.decode_to_utf8(&src, &mut self.out, last);
+                self.out.truncate(written);
+            }
+            None => self.utf8_with_1252(&src, last),
+        }
+        self.done = last;
+        Ok(())
+    }
+
+    fn utf8_with_1252(&mut self, src: &[u8], last: bool) {
+        let mut rest = src;
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(s) => {
+                    self.out.extend_from_slice(s.as_bytes());
+                    return;
+                }
+                Err(e) => {
+                    let (good, bad) = rest.split_at(e.valid_up_to());
+                    self.out.extend_from_slice(good);
+                    let n = match e.error_len() {
+                        Some(n) => n,
+                        // An incomplete character: wait for the rest, unless there is none.
+                        None if !last => {
+                            self.carry = bad.to_vec();
+                            return;
+                        }
+                        None => bad.len(),
+                    };
+                    for &b in &bad[..n] {
+                        let byte = [b];
+                        let (text, _) = WINDOWS_1252.decode_without_bom_handling(&byte);
+                        self.out.extend_from_slice(text.as_bytes());
+                    }
+                    rest = &bad[n..];
+                }
+            }
+        }
+    }
+}
+
+impl Read for Transcoder {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for Transcoder {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        while self.pos >= self.out.len() && !self.done {
+            self.step()?;
+        }
+        Ok(&self.out[self.pos..])
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.pos += amt;
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn text(bytes: &[u8], ct: Option<&str>) -> String {
+        to_utf8(Payload::from(bytes.to_vec()), ct)
+    }
+
     #[test]
     fn a_charset_given_only_in_the_header_is_honoured() {
-        let latin1 = b"<rss><title>caf\xe9</title></rss>".to_vec();
-        let s = to_utf8(latin1, Some("application/rss+xml; charset=ISO-8859-1"));
+        let s = text(
+            b"<rss><title>caf\xe9</title></rss>",
+            Some("application/rss+xml; charset=ISO-8859-1"),
+        );
         assert!(s.contains("café"));
     }
 
     #[test]
     fn the_xml_declaration_and_bom_are_read() {
-        let s = to_utf8(
-            b"<?xml version=\"1.0\" encoding=\"windows-1252\"?><t>\x93q\x94</t>".to_vec(),
+        let s = text(
+            b"<?xml version=\"1.0\" encoding=\"windows-1252\"?><t>\x93q\x94</t>",
             None,
         );
         assert!(s.contains("\u{201c}q\u{201d}"));
@@ -144,13 +335,14 @@ mod tests {
         for u in "<t>é</t>".encode_utf16() {
             utf16.extend_from_slice(&u.to_le_bytes());
         }
-        assert_eq!(to_utf8(utf16, None), "<t>é</t>");
+        assert_eq!(text(&utf16, None), "<t>é</t>");
+        assert_eq!(text(b"\xef\xbb\xbf<t>x</t>", None), "<t>x</t>");
     }
 
     #[test]
     fn a_latin1_header_on_a_utf8_body_is_overruled() {
-        let s = to_utf8(
-            "<t>café</t>".as_bytes().to_vec(),
+        let s = text(
+            "<t>café</t>".as_bytes(),
             Some("text/xml; charset=iso-8859-1"),
         );
         assert_eq!(s, "<t>café</t>");
@@ -158,7 +350,7 @@ mod tests {
 
     #[test]
     fn invalid_utf8_without_a_declaration_falls_back_to_windows_1252() {
-        assert_eq!(to_utf8(b"<t>\xe9</t>".to_vec(), None), "<t>é</t>");
+        assert_eq!(text(b"<t>\xe9</t>", None), "<t>é</t>");
     }
 
     #[test]
@@ -173,14 +365,42 @@ mod tests {
             ("undeclared-windows-1251.xml", "Русская лента новостей"),
         ] {
             let bytes = std::fs::read(format!("{dir}/{file}")).unwrap();
-            assert!(to_utf8(bytes, None).contains(expected), "{file}");
+            assert!(text(&bytes, None).contains(expected), "{file}");
         }
     }
 
     #[test]
     fn stray_windows_1252_bytes_in_utf8_keep_both() {
-        let mixed =
-            b"<?xml version=\"1.0\" encoding=\"utf-8\"?><t>caf\xc3\xa9 \x93quoted\x94</t>".to_vec();
-        assert!(to_utf8(mixed, None).ends_with("<t>café \u{201c}quoted\u{201d}</t>"));
+        let mixed = b"<?xml version=\"1.0\" encoding=\"utf-8\"?><t>caf\xc3\xa9 \x93quoted\x94</t>";
+        assert!(text(mixed, None).ends_with("<t>café \u{201c}quoted\u{201d}</t>"));
+    }
+
+    #[test]
+    fn characters_split_across_chunks_decode_whole() {
+        // 3-byte characters over many chunk and step boundaries, with a stray byte.
+        let mut s = String::from("<?xml version=\"1.0\" encoding=\"utf-8\"?><t>");
+        for _ in 0..400_000 {
+            s.push('€');
+        }
+        let mut bytes = s.into_bytes();
+        bytes.push(0x93);
+        bytes.extend_from_slice("€</t>".as_bytes());
+        let mut p = Payload::default();
+        for piece in bytes.chunks(65_537) {
+            p.extend_from_slice(piece);
+        }
+        let out = to_utf8(p, None);
+        assert_eq!(out.matches('€').count(), 400_001);
+        assert!(out.ends_with("\u{201c}€</t>"));
+        let sjis = encoding_rs::SHIFT_JIS
+            .encode(&"日本語".repeat(100_000))
+            .0
+            .into_owned();
+        let mut p = Payload::default();
+        for piece in sjis.chunks(70_001) {
+            p.extend_from_slice(piece);
+        }
+        let out = to_utf8(p, Some("text/xml; charset=shift_jis"));
+        assert_eq!(out, "日本語".repeat(100_000));
     }
 }

@@ -15,25 +15,39 @@ use super::{
 use crate::error::{Error, Result};
 use crate::urls::resolve;
 
-/// Parses an XML feed.
-pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
-    let atom_mode = root_name(text).is_some_and(|n| n.eq_ignore_ascii_case("feed"));
-    let mut items = Vec::new();
+/// Parses an XML feed, handing each item to `sink` as it closes.
+pub(super) fn parse_xml(
+    text: impl std::io::BufRead,
+    base: Option<&Url>,
+    sink: &mut dyn FnMut(RawItem),
+) -> Result<RawFeed> {
+    let mut handed = 0usize;
     let mut skipped: Vec<String> = Vec::new();
     let mut beyond_cap = 0usize;
     let mut empty_items = 0usize;
-    let doc = xml::parse(text, base, &mut |el| {
-        if items.len() + empty_items < MAX_ITEMS {
-            let it = item(&el, atom_mode, &mut skipped);
-            // An item with nothing to show or identify is not an item.
-            if it.is_empty() {
-                empty_items += 1;
-            } else {
-                items.push(it);
-            }
-        } else {
+    // A local file has no request URL: its items resolve against the site's address,
+    // the channel's link read before them.
+    let mut site: Option<Option<Url>> = None;
+    let doc = xml::parse(text, base, &mut |el, cx| {
+        if handed + empty_items >= MAX_ITEMS {
             beyond_cap += 1;
+            return;
         }
+        let atom_mode = cx.root.eq_ignore_ascii_case("feed");
+        let mut it = item(&el, atom_mode, &mut skipped);
+        // An item with nothing to show or identify is not an item.
+        if it.is_empty() {
+            empty_items += 1;
+            return;
+        }
+        if base.is_none() {
+            let site = site.get_or_insert_with(|| cx.parent.and_then(|p| site_link(p, atom_mode)));
+            if let Some(site) = site {
+                rebase(&mut it, site);
+            }
+        }
+        handed += 1;
+        sink(it);
     });
     let Some(root) = doc.root else {
         return Err(Error::parse(
@@ -41,6 +55,7 @@ pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
         ));
     };
     let root_lower = root.name.to_ascii_lowercase();
+    let atom_mode = root_lower == "feed";
     if root_lower == "html" {
         return Err(Error::parse(super::discover_hint(base)));
     }
@@ -63,7 +78,7 @@ pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
     };
     channel_meta(channel, &root, atom_mode, &mut feed);
     let repaired = !doc.repairs.is_empty() || doc.truncated;
-    if format == "xml" && feed.title.is_none() && items.is_empty() {
+    if format == "xml" && feed.title.is_none() && handed == 0 {
         return Err(Error::parse(format!(
             "the root element <{}> is not RSS, RDF or Atom, so this is not a feed",
             root.name
@@ -71,7 +86,7 @@ pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
     }
     // A feed root makes a feed, empty or not; a document that had to be repaired and
     // still gave nothing at all is a broken download, not an empty feed.
-    if repaired && items.is_empty() && !feed.has_metadata() {
+    if repaired && handed == 0 && !feed.has_metadata() {
         return Err(Error::parse(format!(
             "the document is malformed and no feed data could be read from it ({})",
             doc.repairs
@@ -84,13 +99,6 @@ pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
             WARN_ELEMENT_SKIPPED,
             format!("{empty_items} item(s) with no title, link, guid, body, date or enclosure were left out"),
         ));
-    }
-    if base.is_none()
-        && let Some(site) = feed.site_url.as_deref().and_then(|s| Url::parse(s).ok())
-    {
-        for it in &mut items {
-            rebase(it, &site);
-        }
     }
     if !doc.repairs.is_empty() || doc.truncated {
         let mut msg = doc.repairs.join("; ");
@@ -106,23 +114,28 @@ pub(super) fn parse_xml(text: &str, base: Option<&Url>) -> Result<RawFeed> {
         feed.warnings
             .push((WARN_ITEMS_CAPPED, items_capped_message(beyond_cap)));
     }
-    feed.items = items;
     Ok(feed)
 }
 
-/// The local name of the first element in `text`.
-fn root_name(text: &str) -> Option<&str> {
-    let mut rest = text;
-    loop {
-        let at = rest.find('<')?;
-        rest = &rest[at + 1..];
-        if rest.starts_with(['?', '!']) {
-            continue;
+/// The site's address from the links of a channel (or Atom feed) read so far.
+fn site_link(parent: &Element, atom_mode: bool) -> Option<Url> {
+    parent.elements().find_map(|c| {
+        let feedish = is_atomish(c, atom_mode) || RSSISH.contains(&c.ns);
+        if !feedish || !c.name.eq_ignore_ascii_case("link") {
+            return None;
         }
-        let end = rest.find(|c: char| c.is_whitespace() || c == '>' || c == '/')?;
-        let name = &rest[..end];
-        return Some(name.rsplit(':').next().unwrap_or(name));
-    }
+        let href = match c.attr("href") {
+            Some(h)
+                if c.attr("rel")
+                    .is_none_or(|r| r.trim().eq_ignore_ascii_case("alternate")) =>
+            {
+                h.to_owned()
+            }
+            Some(_) => return None,
+            None => c.text(),
+        };
+        Url::parse(resolve(&href, c.base.as_deref())?.as_str()).ok()
+    })
 }
 
 /// Items of a local file have no request URL: resolve what is relative against the site.
@@ -442,19 +455,5 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
     }
     for s in skipped.into_iter().take(3) {
         feed.warnings.push((WARN_ELEMENT_SKIPPED, s));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn root_names_skip_prolog_and_prefixes() {
-        assert_eq!(
-            root_name("<?xml version='1.0'?><!-- x --><rdf:RDF>"),
-            Some("RDF")
-        );
-        assert_eq!(root_name("\n<feed xmlns='x'>"), Some("feed"));
     }
 }

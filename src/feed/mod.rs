@@ -10,6 +10,7 @@ mod decode;
 mod extract;
 mod ids;
 mod json;
+mod pipeline;
 pub(crate) mod render;
 mod select;
 pub(crate) mod text;
@@ -19,10 +20,13 @@ use chrono::{DateTime, Utc};
 use url::Url;
 
 use crate::error::{Error, Result};
-use crate::model::{Enclosure, FeedMeta, Item, Truncation};
+use crate::model::Enclosure;
+use crate::payload::Payload;
 
 pub use content::{ContentFormat, RenderOptions, estimate_tokens, truncate_chars};
 pub use ids::item_id;
+pub use pipeline::{Built, Processed, process};
+pub(crate) use pipeline::{add_truncation, find_item};
 pub use select::{Selection, parse_since};
 
 /// A body as the feed gave it: HTML (the usual case) or plain text.
@@ -139,18 +143,37 @@ fn discover_hint(doc_url: Option<&Url>) -> String {
 /// Parses a feed body. `doc_url` is where it was read from (relative links resolve
 /// against it); `content_type` supplies a charset.
 pub(crate) fn parse(
-    body: Vec<u8>,
+    body: Payload,
     content_type: Option<&str>,
     doc_url: Option<&Url>,
 ) -> Result<RawFeed> {
-    let text = decode::to_utf8(body, content_type);
-    let head = text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
-    if head.is_empty() {
+    let mut items = Vec::new();
+    let mut feed = parse_into(body, content_type, doc_url, &mut |it| items.push(it))?;
+    feed.items = items;
+    Ok(feed)
+}
+
+/// Like [`parse`], but hands each item to `sink` as soon as it is read (the returned feed
+/// has none), so items can be worked on while the rest of the body is still being parsed.
+pub(crate) fn parse_into(
+    body: Payload,
+    content_type: Option<&str>,
+    doc_url: Option<&Url>,
+    sink: &mut dyn FnMut(RawItem),
+) -> Result<RawFeed> {
+    const SNIFF: usize = 4096;
+    let sample = decode::to_utf8(Payload::from(body.head(SNIFF)), content_type);
+    let head = sample.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
+    if head.is_empty() && body.len() <= SNIFF {
         return Err(Error::parse("the body is empty"));
     }
     let base = doc_url.filter(|u| matches!(u.scheme(), "http" | "https"));
     if head.starts_with('{') || head.starts_with('[') {
-        return json::parse(head, base);
+        let text = decode::to_utf8(body, content_type);
+        let text = text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
+        let mut feed = json::parse(text, base)?;
+        std::mem::take(&mut feed.items).into_iter().for_each(sink);
+        return Ok(feed);
     }
     if !head.starts_with('<') {
         return Err(Error::parse(
@@ -160,11 +183,12 @@ pub(crate) fn parse(
     if looks_like_html(head) {
         return Err(Error::parse(discover_hint(base)));
     }
-    extract::parse_xml(&text, base)
+    // Decoded and parsed as a stream: the body is freed as it is read.
+    extract::parse_xml(decode::reader(body, content_type), base, sink)
 }
 
 /// Decodes a body to text with the charset rules feeds use (BOM, header, declaration).
-pub(crate) fn decode_text(body: Vec<u8>, content_type: Option<&str>) -> String {
+pub(crate) fn decode_text(body: Payload, content_type: Option<&str>) -> String {
     decode::to_utf8(body, content_type)
 }
 
@@ -196,144 +220,6 @@ fn looks_like_html(head: &str) -> bool {
     }
 }
 
-/// The selected, identified and rendered items of one feed.
-#[derive(Debug, Default)]
-pub struct Built {
-    /// The items, newest first.
-    pub items: Vec<Item>,
-    /// Non-fatal findings: (code, message).
-    pub warnings: Vec<(&'static str, String)>,
-    /// Items left out by `--limit`.
-    pub omitted_by_limit: usize,
-    /// Items left out by `--since`.
-    pub omitted_by_since: usize,
-    /// Items whose content was cut.
-    pub content_truncated: usize,
-}
-
-/// A feed parsed, selected and rendered: everything a fetch reports about its body.
-#[derive(Debug, Default)]
-pub struct Processed {
-    /// What the feed says about itself.
-    pub meta: FeedMeta,
-    /// The items and what selection left out; `built.warnings` holds every warning.
-    pub built: Built,
-}
-
-/// Parses `body` (read from `doc_url`, with this `Content-Type`), then selects,
-/// identifies and renders its items: the whole per-feed pipeline, off any I/O.
-pub fn process(
-    feed_url: &str,
-    body: Vec<u8>,
-    content_type: Option<&str>,
-    doc_url: Option<&Url>,
-    selection: &Selection,
-    render: &RenderOptions,
-) -> Result<Processed> {
-    let mut raw = parse(body, content_type, doc_url)?;
-    let items = std::mem::take(&mut raw.items);
-    let mut built = build(feed_url, items, selection, render);
-    let mut warnings = std::mem::take(&mut raw.warnings);
-    warnings.append(&mut built.warnings);
-    built.warnings = warnings;
-    Ok(Processed {
-        meta: FeedMeta {
-            format: Some(raw.format.to_owned()),
-            title: raw.title,
-            site_url: raw.site_url,
-            description: raw.description,
-            updated: raw.updated.as_ref().map(date::format),
-            language: raw.language,
-            icon: raw.icon,
-            authors: raw.authors,
-            categories: raw.categories,
-        },
-        built,
-    })
-}
-
-/// Selects (`--since`, sort, `--limit`), identifies and renders the items of `feed`.
-pub(crate) fn build(
-    feed_url: &str,
-    items: Vec<RawItem>,
-    selection: &Selection,
-    render: &RenderOptions,
-) -> Built {
-    let identified: Vec<(RawItem, String, crate::model::IdSource)> = items
-        .into_iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let (id, source) = ids::for_item(feed_url, &item, i);
-            (item, id, source)
-        })
-        .collect();
-    let selected = select::apply(identified, selection);
-    let rendered = content::render_all(selected.items, render);
-    let mut built = Built {
-        omitted_by_limit: selected.omitted_by_limit,
-        omitted_by_since: selected.omitted_by_since,
-        ..Built::default()
-    };
-    let mut fallbacks = 0;
-    for (item, fell_back) in rendered {
-        if item.content_truncated {
-            built.content_truncated += 1;
-        }
-        if fell_back {
-            fallbacks += 1;
-        }
-        built.items.push(item);
-    }
-    if fallbacks > 0 {
-        built.warnings.push((
-            WARN_CONTENT_FALLBACK,
-            format!(
-                "{fallbacks} item bodies could not be converted and are given as stripped text"
-            ),
-        ));
-    }
-    if !built.items.is_empty()
-        && built
-            .items
-            .iter()
-            .all(|i| i.published.is_none() && i.updated.is_none())
-    {
-        built.warnings.push((
-            WARN_UNDATED,
-            "no returned item has a date; order is the feed's own and --since cannot filter them"
-                .into(),
-        ));
-    }
-    built
-}
-
-/// The item of `items` whose id, guid or URL is `key`, rendered.
-pub(crate) fn find_item(
-    feed_url: &str,
-    items: Vec<RawItem>,
-    key: &str,
-    render: &RenderOptions,
-) -> Option<(Item, bool)> {
-    let key = key.trim();
-    let key_url = Url::parse(key).ok().map(String::from);
-    items.into_iter().enumerate().find_map(|(i, item)| {
-        let (id, source) = ids::for_item(feed_url, &item, i);
-        let hit = id == key
-            || item.guid.as_deref() == Some(key)
-            || item.url.as_deref() == Some(key)
-            || (key_url.is_some() && item.url == key_url);
-        hit.then(|| content::render_all(vec![(item, id, source)], render).pop())
-            .flatten()
-    })
-}
-
-/// Adds this feed's selection counts to the run's truncation report.
-pub(crate) fn add_truncation(t: &mut Truncation, built: &Built) {
-    t.items_omitted_by_limit += built.omitted_by_limit;
-    t.items_omitted_by_since += built.omitted_by_since;
-    t.items_content_truncated += built.content_truncated;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,7 +230,7 @@ mod tests {
             "<!DOCTYPE html><html><body>x</body></html>",
             "<?xml version=\"1.0\"?>\n<!-- c --><html xmlns=\"http://www.w3.org/1999/xhtml\"></html>",
         ] {
-            let err = parse(page.as_bytes().to_vec(), None, None).unwrap_err();
+            let err = parse(page.as_bytes().to_vec().into(), None, None).unwrap_err();
             assert_eq!(err.code().as_str(), "FEED_PARSE_FAILED");
             assert!(err.to_string().contains("rss discover"), "{err}");
         }
@@ -355,7 +241,7 @@ mod tests {
         let mut body = String::from("<rss><channel><title>t</title>");
         body.push_str(&"<item><title>i</title></item>".repeat(MAX_ITEMS + 10));
         body.push_str("</channel></rss>");
-        let feed = parse(body.into_bytes(), None, None).unwrap();
+        let feed = parse(body.into_bytes().into(), None, None).unwrap();
         assert_eq!(feed.items.len(), MAX_ITEMS);
         assert!(
             feed.warnings
@@ -367,7 +253,7 @@ mod tests {
     #[test]
     fn non_feeds_fail_clearly() {
         for body in ["", "   ", "hello world", "<<<<"] {
-            let err = parse(body.as_bytes().to_vec(), None, None).unwrap_err();
+            let err = parse(body.as_bytes().to_vec().into(), None, None).unwrap_err();
             assert_eq!(err.code().as_str(), "FEED_PARSE_FAILED", "{body:?}");
         }
     }

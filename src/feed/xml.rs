@@ -5,6 +5,7 @@
 //! get wrong: undeclared prefixes, HTML entities, bare `&`, mismatched or missing end tags,
 //! a body cut short. What it had to repair is reported as warnings.
 
+use std::io::BufRead;
 use std::rc::Rc;
 
 use quick_xml::Reader;
@@ -338,6 +339,16 @@ struct Frame {
     ns_mark: usize,
 }
 
+/// Where an item closed: the root element's local name, and the item's parent (the
+/// channel, or the Atom feed) as read so far.
+pub(crate) struct ItemContext<'a> {
+    pub root: &'a str,
+    pub parent: Option<&'a Element>,
+}
+
+/// Called with each item or entry as it closes.
+pub(crate) type OnItem<'f> = dyn FnMut(Element, &ItemContext<'_>) + 'f;
+
 struct Builder<'f> {
     stack: Vec<Frame>,
     /// Declared prefixes: (prefix, namespace, URI).
@@ -348,7 +359,7 @@ struct Builder<'f> {
     root: Option<Element>,
     item_at: Option<usize>,
     doc_base: Option<Rc<Url>>,
-    on_item: &'f mut dyn FnMut(Element),
+    on_item: &'f mut OnItem<'f>,
     repairs: Vec<String>,
     too_deep: usize,
 }
@@ -356,13 +367,15 @@ struct Builder<'f> {
 const MAX_DEPTH: usize = 512;
 const MAX_ERRORS: usize = 64;
 
-/// Parses `xml`, calling `on_item` for each item/entry as it closes.
-pub(crate) fn parse(
-    xml: &str,
+/// Parses the UTF-8 `xml` stream, calling `on_item` for each item/entry as it closes (the
+/// input is read front to back once, so a reader that frees what it has read keeps a large
+/// feed out of memory).
+pub(crate) fn parse<'f>(
+    xml: impl BufRead,
     doc_base: Option<&Url>,
-    on_item: &mut dyn FnMut(Element),
+    on_item: &'f mut OnItem<'f>,
 ) -> Document {
-    let mut reader = Reader::from_str(xml);
+    let mut reader = Reader::from_reader(xml);
     {
         let c = reader.config_mut();
         c.allow_dangling_amp = true;
@@ -387,8 +400,10 @@ pub(crate) fn parse(
     let mut errors = 0usize;
     let mut truncated = false;
     let mut last_error_pos = u64::MAX;
+    let mut buf = Vec::with_capacity(64 * 1024);
     loop {
-        match reader.read_event() {
+        buf.clear();
+        match reader.read_event_into(&mut buf) {
             Ok(Event::Start(e)) => b.start(&e, false),
             Ok(Event::Empty(e)) => b.start(&e, true),
             Ok(Event::End(e)) => b.end(e.name().into_inner()),
@@ -408,11 +423,9 @@ pub(crate) fn parse(
                 errors += 1;
                 let pos = reader.error_position();
                 b.repair(format!("malformed XML at byte {pos}: {e}"));
-                if errors > MAX_ERRORS
-                    || pos == last_error_pos
-                    || reader.buffer_position() as usize >= xml.len()
-                {
-                    truncated = reader.buffer_position() as usize + 1 < xml.len();
+                let at_end = reader.get_mut().fill_buf().map_or(true, |b| b.is_empty());
+                if errors > MAX_ERRORS || pos == last_error_pos || at_end {
+                    truncated = !at_end;
                     break;
                 }
                 last_error_pos = pos;
@@ -577,7 +590,11 @@ impl Builder<'_> {
         let depth = self.stack.len();
         if self.item_at == Some(depth) {
             self.item_at = None;
-            (self.on_item)(frame.el);
+            let cx = ItemContext {
+                root: self.stack.first().map_or("", |f| f.el.name.as_str()),
+                parent: self.stack.last().map(|f| &f.el),
+            };
+            (self.on_item)(frame.el, &cx);
             return;
         }
         match self.stack.last_mut() {
@@ -621,7 +638,7 @@ mod tests {
 
     fn parse_all(xml: &str) -> (Document, Vec<Element>) {
         let mut items = Vec::new();
-        let doc = parse(xml, None, &mut |e| items.push(e));
+        let doc = parse(xml.as_bytes(), None, &mut |e, _| items.push(e));
         (doc, items)
     }
 
@@ -676,9 +693,10 @@ mod tests {
         let base = Url::parse("http://example.com/feeds/rss.xml").unwrap();
         let mut items = Vec::new();
         parse(
-            r#"<feed xml:base="/blog/"><entry xml:base="2026/"><id>x</id></entry></feed>"#,
+            r#"<feed xml:base="/blog/"><entry xml:base="2026/"><id>x</id></entry></feed>"#
+                .as_bytes(),
             Some(&base),
-            &mut |e| items.push(e),
+            &mut |e, _| items.push(e),
         );
         assert_eq!(
             items[0].base.as_deref().map(Url::as_str),

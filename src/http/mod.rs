@@ -23,6 +23,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::gate::{Event, Gate, HostKey, Permit};
 use crate::hosts::{Lease, SharedHosts, StoreWarning};
+use crate::payload::Payload;
 pub use classify::parse_retry_after;
 use classify::{gate_refusal, join_chain};
 use send::Sent;
@@ -64,7 +65,7 @@ pub struct Response {
     /// `true` for `304 Not Modified` (then `body` is empty).
     pub not_modified: bool,
     /// The decoded body.
-    pub body: Vec<u8>,
+    pub body: Payload,
     /// The `Content-Type` header.
     pub content_type: Option<String>,
     /// The `ETag` header.

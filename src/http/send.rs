@@ -11,6 +11,7 @@ use super::classify::{network_error, parse_retry_after};
 use super::{Client, GetRequest, Response};
 use crate::error::{Error, Result};
 use crate::gate::{Outcome, Permit};
+use crate::payload::Payload;
 
 pub(super) enum Hop {
     Done(Response),
@@ -51,14 +52,14 @@ fn is_loopback(url: &Url) -> bool {
 }
 
 /// Reads the body, stopping (and dropping the connection) as soon as it passes `cap`.
-async fn read_capped(mut resp: reqwest::Response, url: &Url, cap: u64) -> Result<Vec<u8>> {
+async fn read_capped(mut resp: reqwest::Response, url: &Url, cap: u64) -> Result<Payload> {
     if resp.content_length().is_some_and(|n| n > cap) {
         return Err(Error::TooLarge {
             what: "the response body".to_owned(),
             limit: cap,
         });
     }
-    let mut body = Vec::with_capacity(resp.content_length().unwrap_or(64 * 1024).min(cap) as usize);
+    let mut body = Payload::default();
     while let Some(chunk) = resp.chunk().await.map_err(|e| network_error(url, e))? {
         if body.len() as u64 + chunk.len() as u64 > cap {
             return Err(Error::TooLarge {
@@ -161,7 +162,7 @@ impl Client {
             return Ok(Sent::Hop(Hop::Redirect(next)));
         }
         let final_url = resp.url().clone();
-        let meta = |body: Vec<u8>, not_modified: bool| Response {
+        let meta = |body: Payload, not_modified: bool| Response {
             final_url: final_url.clone(),
             not_modified,
             body,
@@ -171,7 +172,7 @@ impl Client {
         };
         if status == StatusCode::NOT_MODIFIED {
             self.ended(permit, Outcome::Success, Some(status)).await;
-            return Ok(Sent::Hop(Hop::Done(meta(Vec::new(), true))));
+            return Ok(Sent::Hop(Hop::Done(meta(Payload::default(), true))));
         }
         if !status.is_success() {
             self.ended(permit, Outcome::Success, Some(status)).await;

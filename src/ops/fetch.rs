@@ -5,8 +5,8 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::{
-    CacheMode, Context, FetchOptions, StoreHook, WARN_CACHE_CORRUPT, WARN_CACHE_WRITE,
-    WARN_SERVED_STALE, blocking, load_cached, not_modified, store_hook, validators,
+    CacheMode, Context, FetchOptions, WARN_CACHE_CORRUPT, WARN_CACHE_WRITE, WARN_SERVED_STALE,
+    compute, load_cached, not_modified, store_fresh, validators,
 };
 use crate::cache::{Entry, Meta};
 use crate::error::{Error, ErrorCode};
@@ -17,6 +17,7 @@ use crate::inputs::{Input, Source};
 use crate::model::{
     FeedMeta, FeedResult, FeedStatus, FetchOutput, SCHEMA_VERSION, Truncation, Warning,
 };
+use crate::payload::Payload;
 use crate::schedule::{Job, run_batch};
 
 /// One feed's result with its warnings and selection counts.
@@ -136,7 +137,7 @@ async fn fetch_one(ctx: &Context, input: Input, opts: &FetchOptions, deadline: I
     match input.source {
         Source::Invalid(err) => Outcome::failed(&feed_url, &err),
         Source::File(path) => match ctx.read_local(&feed_url, &path).await {
-            Ok(body) => from_body(&feed_url, body, None, None, opts, None).await,
+            Ok(body) => from_body(&feed_url, body, None, None, opts).await,
             Err(e) => Outcome::failed(&feed_url, &e),
         },
         Source::Http(url) => fetch_http(ctx, &feed_url, url, opts, deadline).await,
@@ -146,31 +147,27 @@ async fn fetch_one(ctx: &Context, input: Input, opts: &FetchOptions, deadline: I
 /// Parses and renders a body off the async threads.
 async fn from_body(
     feed_url: &str,
-    body: Vec<u8>,
+    body: Payload,
     content_type: Option<String>,
     doc_url: Option<Url>,
     opts: &FetchOptions,
-    store: Option<StoreHook>,
 ) -> Outcome {
     let url = feed_url.to_owned();
     let selection = opts.selection.clone();
     let render = opts.render;
-    let parsed = blocking(move || {
-        let store_warning = store.and_then(|hook| hook(&body));
-        let result = feed::process(
+    let parsed = compute(move || {
+        feed::process(
             &url,
             body,
             content_type.as_deref(),
             doc_url.as_ref(),
             &selection,
             &render,
-        );
-        (store_warning, result)
+        )
     })
     .await
-    .unwrap_or_else(|e| (None, Err(e)));
-    let (store_warning, parsed) = parsed;
-    let mut o = match parsed {
+    .and_then(|r| r);
+    match parsed {
         Err(e) => Outcome::failed(feed_url, &e),
         Ok(mut p) => {
             let items = std::mem::take(&mut p.built.items);
@@ -193,11 +190,7 @@ async fn from_body(
             }
             o
         }
-    };
-    if let Some(w) = store_warning {
-        o.warn(WARN_CACHE_WRITE, w);
     }
-    o
 }
 
 /// Serves a cached entry's body as `status`.
@@ -216,7 +209,6 @@ async fn from_entry(
         entry.meta.content_type.clone(),
         doc_url,
         opts,
-        None,
     )
     .await;
     if o.feed.status == FeedStatus::Ok {
@@ -276,7 +268,7 @@ async fn fetch_http(
             Err(e) => Outcome::failed(feed_url, &e),
         },
         Ok(resp) => {
-            let store = store_hook(cache, feed_url, &resp);
+            let (resp, store_warning) = store_fresh(cache, feed_url, resp).await;
             let final_url = resp.final_url.to_string();
             let mut o = from_body(
                 feed_url,
@@ -284,10 +276,12 @@ async fn fetch_http(
                 resp.content_type,
                 Some(resp.final_url),
                 opts,
-                store,
             )
             .await;
             o.feed.final_url = Some(final_url);
+            if let Some(w) = store_warning {
+                o.warn(WARN_CACHE_WRITE, w);
+            }
             o
         }
         Err(err) => match cached {

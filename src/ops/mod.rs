@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::feed::{RenderOptions, Selection};
 use crate::http::{Client, Response, Validators};
 use crate::model::{CacheListOutput, SCHEMA_VERSION, Warning};
+use crate::payload::Payload;
 
 pub use discover::discover;
 pub use fetch::fetch_feeds;
@@ -68,7 +69,7 @@ impl Context {
 
     /// Reads the local feed file `path` given as `input`, if the file policy allows it,
     /// within the size and time limits.
-    async fn read_local(&self, input: &str, path: &std::path::Path) -> Result<Vec<u8>> {
+    async fn read_local(&self, input: &str, path: &std::path::Path) -> Result<Payload> {
         let real = self.config.file_access.check(input, path)?;
         match crate::local::read_file(&real, self.config.read_limits()).await {
             Err(Error::Io { source, .. })
@@ -210,33 +211,44 @@ async fn not_modified(ctx: &Context, cached: Option<Entry>, resp: &Response) -> 
     })
 }
 
-/// Writes a fresh body to the cache (run it off the async threads); a warning on failure.
-type StoreHook = Box<dyn FnOnce(&[u8]) -> Option<String> + Send>;
-
-/// A hook that stores `resp`'s body as `feed_url`'s entry, when a cache is in use.
-fn store_hook(
+/// Stores a fresh response as `feed_url`'s cache entry (when a cache is in use), off the
+/// async threads; gives the response back, with a warning when the write failed.
+async fn store_fresh(
     cache: Option<&Cache>,
     feed_url: &str,
-    resp: &crate::http::Response,
-) -> Option<StoreHook> {
-    let cache = cache?.clone();
-    let (f, fin, etag, lm, ct) = (
-        feed_url.to_owned(),
-        resp.final_url.to_string(),
-        resp.etag.clone(),
-        resp.last_modified.clone(),
-        resp.content_type.clone(),
-    );
-    Some(Box::new(move |body: &[u8]| {
+    resp: Response,
+) -> (Response, Option<String>) {
+    let Some(cache) = cache.cloned() else {
+        return (resp, None);
+    };
+    let feed_url = feed_url.to_owned();
+    let done = blocking(move || {
         let req = crate::cache::StoreRequest {
-            feed_url: &f,
-            final_url: &fin,
-            etag: etag.as_deref(),
-            last_modified: lm.as_deref(),
-            content_type: ct.as_deref(),
+            feed_url: &feed_url,
+            final_url: resp.final_url.as_str(),
+            etag: resp.etag.as_deref(),
+            last_modified: resp.last_modified.as_deref(),
+            content_type: resp.content_type.as_deref(),
         };
-        cache.store(&req, body).err().map(|e| e.to_string())
-    }))
+        let warning = cache.store(&req, &resp.body).err().map(|e| e.to_string());
+        (resp, warning)
+    })
+    .await;
+    match done {
+        Ok(r) => r,
+        // The worker died holding the response: nothing to parse either.
+        Err(e) => (
+            Response {
+                final_url: url::Url::parse("about:blank").expect("a valid URL"),
+                not_modified: false,
+                body: Payload::default(),
+                content_type: None,
+                etag: None,
+                last_modified: None,
+            },
+            Some(e.to_string()),
+        ),
+    }
 }
 
 /// Runs a blocking closure off the async threads.
@@ -244,4 +256,18 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| Error::internal(format!("a worker thread failed: {e}")))
+}
+
+/// Runs CPU-bound work (parsing and rendering a feed) on rayon's pool, where its parallel
+/// rendering runs too: the threads that allocate the parsed items are the ones that free
+/// them, so the allocator reuses that memory instead of growing a heap per thread.
+async fn compute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    rayon::spawn(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match rx.await {
+        Ok(Ok(v)) => Ok(v),
+        _ => Err(Error::internal("a worker thread failed")),
+    }
 }

@@ -2,12 +2,13 @@
 
 use url::Url;
 
-use super::{Context, WARN_CACHE_CORRUPT, blocking};
+use super::{Context, WARN_CACHE_CORRUPT, compute};
 use crate::error::{Error, Result};
 use crate::feed::{self, RenderOptions, WARN_CONTENT_FALLBACK};
 use crate::http::{ACCEPT_FEEDS, GetRequest};
 use crate::inputs::{Source, classify};
 use crate::model::{Item, SCHEMA_VERSION, ShowOutput, Warning};
+use crate::payload::Payload;
 
 /// Options of `show_item`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -20,7 +21,7 @@ pub struct ShowOptions {
 
 /// A body to search, and where it came from.
 struct FeedBody {
-    body: Vec<u8>,
+    body: Payload,
     content_type: Option<String>,
     doc_url: Option<Url>,
     from_cache: bool,
@@ -34,7 +35,7 @@ async fn search(
     render: RenderOptions,
 ) -> Result<Option<(Item, bool)>> {
     let (f, k) = (feed_url.to_owned(), key.to_owned());
-    blocking(move || {
+    compute(move || {
         let raw = feed::parse(src.body, src.content_type.as_deref(), src.doc_url.as_ref())?;
         Ok(feed::find_item(&f, raw.items, &k, &render))
     })
@@ -117,11 +118,9 @@ pub async fn show_item(
             fetched_at: Some(entry.meta.fetched_at),
         }
     } else {
-        if let Some(hook) = super::store_hook(ctx.cache.as_ref(), &feed_url, &resp) {
-            let body = resp.body.clone();
-            if let Some(w) = blocking(move || hook(&body)).await? {
-                warn(super::WARN_CACHE_WRITE, w);
-            }
+        let (resp, store_warning) = super::store_fresh(ctx.cache.as_ref(), &feed_url, resp).await;
+        if let Some(w) = store_warning {
+            warn(super::WARN_CACHE_WRITE, w);
         }
         FeedBody {
             body: resp.body,

@@ -23,7 +23,7 @@ fn rss_markdown(html: &str) -> String {
     let base = url::Url::parse("https://example.com/blog/post/").unwrap();
     let p = rss::feed::process(
         base.as_str(),
-        doc.into_bytes(),
+        doc.into_bytes().into(),
         Some("application/rss+xml"),
         Some(&base),
         &Selection::default(),

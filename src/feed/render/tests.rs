@@ -369,7 +369,7 @@ mod properties {
             let ids = |xml: String| {
                 let p = crate::feed::process(
                     "https://example.com/f",
-                    xml.into_bytes(),
+                    xml.into_bytes().into(),
                     None,
                     None,
                     &crate::feed::Selection::default(),
@@ -410,7 +410,7 @@ mod properties {
             let fragment = format!("<item><title>{html}</title></item><item>{html}</item>");
             let doc = shape.replace("{}", &fragment);
             for bytes in [body, doc.into_bytes()] {
-                match crate::feed::parse(bytes, Some("text/xml; charset=utf-8"), None) {
+                match crate::feed::parse(bytes.into(), Some("text/xml; charset=utf-8"), None) {
                     Err(e) => prop_assert_eq!(e.code().as_str(), "FEED_PARSE_FAILED"),
                     Ok(feed) => {
                         for it in &feed.items {

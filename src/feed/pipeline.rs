@@ -1,0 +1,245 @@
+//! One feed's body to its contract items: parse, identify, select, render.
+
+use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+use url::Url;
+
+use super::{
+    RawFeed, RawItem, RenderOptions, Selection, WARN_CONTENT_FALLBACK, WARN_UNDATED, content, date,
+    ids, parse, parse_into, select,
+};
+use crate::error::Result;
+use crate::model::{FeedMeta, IdSource, Item, Truncation};
+use crate::payload::Payload;
+
+/// The selected, identified and rendered items of one feed.
+#[derive(Debug, Default)]
+pub struct Built {
+    /// The items, newest first.
+    pub items: Vec<Item>,
+    /// Non-fatal findings: (code, message).
+    pub warnings: Vec<(&'static str, String)>,
+    /// Items left out by `--limit`.
+    pub omitted_by_limit: usize,
+    /// Items left out by `--since`.
+    pub omitted_by_since: usize,
+    /// Items whose content was cut.
+    pub content_truncated: usize,
+}
+
+/// A feed parsed, selected and rendered: everything a fetch reports about its body.
+#[derive(Debug, Default)]
+pub struct Processed {
+    /// What the feed says about itself.
+    pub meta: FeedMeta,
+    /// The items and what selection left out; `built.warnings` holds every warning.
+    pub built: Built,
+}
+
+/// Parses `body` (read from `doc_url`, with this `Content-Type`), then selects,
+/// identifies and renders its items: the whole per-feed pipeline, off any I/O.
+///
+/// With no `--limit`, no item needs the others to be chosen, so items are identified,
+/// filtered and rendered (on rayon's threads) while the rest of the body is still being
+/// parsed, and each parsed item is freed as soon as it is rendered; the result is then
+/// ordered. With a limit, every item is read first and only the chosen ones are rendered.
+pub fn process(
+    feed_url: &str,
+    body: Payload,
+    content_type: Option<&str>,
+    doc_url: Option<&Url>,
+    selection: &Selection,
+    render: &RenderOptions,
+) -> Result<Processed> {
+    let (mut raw, mut built) = if selection.limit.is_some() {
+        let mut raw = parse(body, content_type, doc_url)?;
+        let items = std::mem::take(&mut raw.items);
+        (raw, build(feed_url, items, selection, render))
+    } else {
+        eager(feed_url, body, content_type, doc_url, selection, render)?
+    };
+    let mut warnings = std::mem::take(&mut raw.warnings);
+    warnings.append(&mut built.warnings);
+    built.warnings = warnings;
+    Ok(Processed {
+        meta: FeedMeta {
+            format: Some(raw.format.to_owned()),
+            title: raw.title,
+            site_url: raw.site_url,
+            description: raw.description,
+            updated: raw.updated.as_ref().map(date::format),
+            language: raw.language,
+            icon: raw.icon,
+            authors: raw.authors,
+            categories: raw.categories,
+        },
+        built,
+    })
+}
+
+/// Items rendered in one rayon task.
+const BATCH: usize = 64;
+
+/// One rendered item with what orders it: its date and its place in the feed.
+type Ranked = (Option<DateTime<Utc>>, usize, Item, bool);
+
+/// The no-limit pipeline: parse, and render batches of items as they are read.
+fn eager(
+    feed_url: &str,
+    body: Payload,
+    content_type: Option<&str>,
+    doc_url: Option<&Url>,
+    selection: &Selection,
+    render: &RenderOptions,
+) -> Result<(RawFeed, Built)> {
+    let done: Mutex<Vec<Ranked>> = Mutex::new(Vec::new());
+    let mut omitted_by_since = 0usize;
+    let parsed = rayon::scope(|scope| {
+        let mut batch: Vec<(usize, RawItem, String, IdSource)> = Vec::with_capacity(BATCH);
+        let mut index = 0usize;
+        let flush = |batch: Vec<(usize, RawItem, String, IdSource)>| {
+            let done = &done;
+            scope.spawn(move |_| {
+                let rendered: Vec<Ranked> = batch
+                    .into_iter()
+                    .map(|(i, raw, id, src)| {
+                        let date = raw.date();
+                        let (item, fell_back) = content::render_one(raw, id, src, render);
+                        (date, i, item, fell_back)
+                    })
+                    .collect();
+                done.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend(rendered);
+            });
+        };
+        let result = parse_into(body, content_type, doc_url, &mut |item| {
+            let i = index;
+            index += 1;
+            if let Some(since) = selection.since
+                && item.date().is_some_and(|d| d < since)
+            {
+                omitted_by_since += 1;
+                return;
+            }
+            let (id, source) = ids::for_item(feed_url, &item, i);
+            batch.push((i, item, id, source));
+            if batch.len() == BATCH {
+                flush(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+            }
+        });
+        if !batch.is_empty() {
+            flush(batch);
+        }
+        result
+    });
+    let raw = parsed?;
+    let mut ranked = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    // Newest first; undated after dated; feed order among equals.
+    ranked.sort_by(|(da, ia, ..), (db, ib, ..)| match (da, db) {
+        (Some(x), Some(y)) => y.cmp(x).then(ia.cmp(ib)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => ia.cmp(ib),
+    });
+    let rendered = ranked
+        .into_iter()
+        .map(|(_, _, item, fell_back)| (item, fell_back));
+    Ok((raw, finish(rendered, 0, omitted_by_since)))
+}
+
+/// Selects (`--since`, sort, `--limit`), identifies and renders the items of `feed`.
+pub(crate) fn build(
+    feed_url: &str,
+    items: Vec<RawItem>,
+    selection: &Selection,
+    render: &RenderOptions,
+) -> Built {
+    let identified: Vec<(RawItem, String, crate::model::IdSource)> = items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let (id, source) = ids::for_item(feed_url, &item, i);
+            (item, id, source)
+        })
+        .collect();
+    let selected = select::apply(identified, selection);
+    let rendered = content::render_all(selected.items, render);
+    finish(
+        rendered.into_iter(),
+        selected.omitted_by_limit,
+        selected.omitted_by_since,
+    )
+}
+
+/// The rendered items, in order, with their counts and warnings.
+fn finish(
+    rendered: impl Iterator<Item = (Item, bool)>,
+    omitted_by_limit: usize,
+    omitted_by_since: usize,
+) -> Built {
+    let mut built = Built {
+        omitted_by_limit,
+        omitted_by_since,
+        ..Built::default()
+    };
+    let mut fallbacks = 0;
+    for (item, fell_back) in rendered {
+        if item.content_truncated {
+            built.content_truncated += 1;
+        }
+        if fell_back {
+            fallbacks += 1;
+        }
+        built.items.push(item);
+    }
+    if fallbacks > 0 {
+        built.warnings.push((
+            WARN_CONTENT_FALLBACK,
+            format!(
+                "{fallbacks} item bodies could not be converted and are given as stripped text"
+            ),
+        ));
+    }
+    if !built.items.is_empty()
+        && built
+            .items
+            .iter()
+            .all(|i| i.published.is_none() && i.updated.is_none())
+    {
+        built.warnings.push((
+            WARN_UNDATED,
+            "no returned item has a date; order is the feed's own and --since cannot filter them"
+                .into(),
+        ));
+    }
+    built
+}
+
+/// The item of `items` whose id, guid or URL is `key`, rendered.
+pub(crate) fn find_item(
+    feed_url: &str,
+    items: Vec<RawItem>,
+    key: &str,
+    render: &RenderOptions,
+) -> Option<(Item, bool)> {
+    let key = key.trim();
+    let key_url = Url::parse(key).ok().map(String::from);
+    items.into_iter().enumerate().find_map(|(i, item)| {
+        let (id, source) = ids::for_item(feed_url, &item, i);
+        let hit = id == key
+            || item.guid.as_deref() == Some(key)
+            || item.url.as_deref() == Some(key)
+            || (key_url.is_some() && item.url == key_url);
+        hit.then(|| content::render_all(vec![(item, id, source)], render).pop())
+            .flatten()
+    })
+}
+
+/// Adds this feed's selection counts to the run's truncation report.
+pub(crate) fn add_truncation(t: &mut Truncation, built: &Built) {
+    t.items_omitted_by_limit += built.omitted_by_limit;
+    t.items_omitted_by_since += built.omitted_by_since;
+    t.items_content_truncated += built.content_truncated;
+}
