@@ -238,6 +238,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The MCP HTTP server could not listen on its address.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The requested item does not exist.
     #[error("{message}")]
     NotFound {
@@ -326,7 +335,7 @@ impl Error {
             Error::RateLimited { .. } => ErrorCode::RateLimited,
             Error::Parse { .. } => ErrorCode::FeedParseFailed,
             Error::TooLarge { .. } | Error::OverBudget { .. } => ErrorCode::ResponseTooLarge,
-            Error::Io { .. } | Error::HostStore(_) => ErrorCode::Io,
+            Error::Io { .. } | Error::Listen { .. } | Error::HostStore(_) => ErrorCode::Io,
             Error::NotFound { .. } => ErrorCode::NotFound,
             Error::Interrupted { .. } => ErrorCode::Interrupted,
             Error::Internal { .. } | Error::ClientSetup(_) => ErrorCode::Internal,
@@ -366,6 +375,10 @@ impl Error {
             }),
             Error::Io { path, source, .. } => json!({
                 "path": path.display().to_string(),
+                "os_error": source.kind().to_string(),
+            }),
+            Error::Listen { addr, source } => json!({
+                "address": addr.to_string(),
                 "os_error": source.kind().to_string(),
             }),
             Error::Usage { .. }

@@ -1,6 +1,7 @@
 """Drive `rss mcp` with the official Python MCP SDK: initialize, list tools, call fetch_feed.
 
-Usage: python mcp_client.py RSS_BINARY FEED_URL
+Usage: python mcp_client.py RSS_BINARY FEED_URL          (stdio: spawns `rss mcp`)
+       python mcp_client.py --http MCP_URL TOKEN FEED_URL  (streamable HTTP: a running server)
 Prints `OK fetch_feed ...` and exits 0 when every check passes.
 """
 
@@ -17,37 +18,54 @@ async def main(binary: str, feed_url: str) -> None:
     with tempfile.TemporaryDirectory() as cache:
         params = StdioServerParameters(command=binary, args=["mcp", "--cache-dir", cache])
         async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write) as session:
-                init = await session.initialize()
-                assert init.server_info.name == "rss", init.server_info
-                assert "RATE_LIMITED" in (init.instructions or "")
+            await check(read, write, feed_url)
 
-                tools = await session.list_tools()
-                names = [t.name for t in tools.tools]
-                assert names == ["fetch_feed", "discover_feeds", "get_item", "get_schema"], names
-                fetch = next(t for t in tools.tools if t.name == "fetch_feed")
-                assert fetch.output_schema and fetch.output_schema.get("type") == "object"
-                assert fetch.annotations and fetch.annotations.read_only_hint is True
 
-                # The SDK validates structured content against the tool's output schema.
-                result = await session.call_tool("fetch_feed", {"url": feed_url, "limit": "2"})
-                assert not result.is_error, result.content
-                data = result.structured_content
-                assert data["schema_version"] == "1"
-                feed = data["feeds"][0]
-                assert feed["status"] == "ok", feed
-                assert feed["title"] == "Example Engineering Blog"
-                assert feed["item_count"] == 2
-                assert feed["items"][0]["title"] == "Shipping the new parser & more"
-                summary = result.content[0].text
-                assert len(summary) < 200 and "1 feed" in summary, summary
+async def main_http(url: str, token: str, feed_url: str) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
 
-                bad = await session.call_tool("fetch_feed", {"url": "ftp://nowhere/feed"})
-                assert bad.is_error
-                err = json.loads(bad.content[0].text)
-                assert err["code"] == "INVALID_URL", err
-                print("OK fetch_feed", feed["item_count"], "items")
+    headers = {"Authorization": f"Bearer {token}"}
+    async with create_mcp_http_client(headers=headers) as client:
+        async with streamable_http_client(url, http_client=client) as (read, write):
+            await check(read, write, feed_url)
+
+
+async def check(read, write, feed_url: str) -> None:
+    async with ClientSession(read, write) as session:
+        init = await session.initialize()
+        assert init.server_info.name == "rss", init.server_info
+        assert "RATE_LIMITED" in (init.instructions or "")
+
+        tools = await session.list_tools()
+        names = [t.name for t in tools.tools]
+        assert names == ["fetch_feed", "discover_feeds", "get_item", "get_schema"], names
+        fetch = next(t for t in tools.tools if t.name == "fetch_feed")
+        assert fetch.output_schema and fetch.output_schema.get("type") == "object"
+        assert fetch.annotations and fetch.annotations.read_only_hint is True
+
+        # The SDK validates structured content against the tool's output schema.
+        result = await session.call_tool("fetch_feed", {"url": feed_url, "limit": "2"})
+        assert not result.is_error, result.content
+        data = result.structured_content
+        assert data["schema_version"] == "1"
+        feed = data["feeds"][0]
+        assert feed["status"] == "ok", feed
+        assert feed["title"] == "Example Engineering Blog"
+        assert feed["item_count"] == 2
+        assert feed["items"][0]["title"] == "Shipping the new parser & more"
+        summary = result.content[0].text
+        assert len(summary) < 200 and "1 feed" in summary, summary
+
+        bad = await session.call_tool("fetch_feed", {"url": "ftp://nowhere/feed"})
+        assert bad.is_error
+        err = json.loads(bad.content[0].text)
+        assert err["code"] == "INVALID_URL", err
+        print("OK fetch_feed", feed["item_count"], "items")
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    if sys.argv[1] == "--http":
+        asyncio.run(main_http(sys.argv[2], sys.argv[3], sys.argv[4]))
+    else:
+        asyncio.run(main(sys.argv[1], sys.argv[2]))

@@ -94,8 +94,15 @@ pub(super) enum Command {
         #[command(subcommand)]
         action: Option<HostsAction>,
     },
-    /// Serve the tools over MCP on stdin/stdout.
+    /// Serve the tools over MCP: on stdin/stdout, or over streamable HTTP with --http.
     Mcp(McpArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout: `rss man > rss.1`.
+    Man,
 }
 
 #[derive(Debug, Args)]
@@ -104,6 +111,27 @@ pub(super) struct McpArgs {
     /// resolved; no escape with `..`). Without it the server reads http(s) URLs only.
     #[arg(long, value_name = "DIR")]
     pub(super) allow_files: Option<PathBuf>,
+    /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio (loopback
+    /// addresses only, unless --allow-remote; port 0 picks a free port, printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    pub(super) http: Option<std::net::SocketAddr>,
+    /// Read the bearer token every HTTP request must carry from PATH (env RSS_MCP_TOKEN
+    /// holds it otherwise; the token is never printed).
+    #[arg(long, value_name = "PATH", requires = "http")]
+    pub(super) token_file: Option<PathBuf>,
+    /// Allow --http on an address other machines can reach (a token is then required).
+    #[arg(long, requires = "http")]
+    pub(super) allow_remote: bool,
+    /// A further name clients may use for this server in Host and Origin headers (name or
+    /// name:port; repeatable), e.g. behind a reverse proxy.
+    #[arg(long, value_name = "NAME", requires = "http")]
+    pub(super) allowed_host: Vec<String>,
+    /// Most HTTP sessions open at once.
+    #[arg(long, value_name = "N", default_value_t = crate::mcp::http::DEFAULT_MAX_SESSIONS, requires = "http")]
+    pub(super) max_sessions: usize,
+    /// Close an HTTP session idle this long (90s, 10m, 1h).
+    #[arg(long, value_name = "DUR", default_value = "10m", requires = "http")]
+    pub(super) session_idle: String,
 }
 
 #[derive(Debug, Subcommand)]

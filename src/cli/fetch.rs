@@ -9,48 +9,40 @@ use super::args::FetchArgs;
 use super::emit_code;
 use crate::config::{Config, parse_duration};
 use crate::error::{Error, Result, exit};
-use crate::feed::{RenderOptions, Selection, parse_since};
 use crate::inputs::{self, Input};
 use crate::local::{self, ReadLimits};
 use crate::model::FeedStatus;
-use crate::ops::{self, CacheMode, Context, FetchOptions};
+use crate::ops::{self, Context, FetchOptions, FetchRequest};
 use crate::output::{self, Format};
 
 /// Validated fetch parameters, built from the arguments before any I/O.
 fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
-    let since = args
-        .since
-        .as_deref()
-        .map(|s| parse_since(s, chrono::Utc::now()))
-        .transpose()?;
-    let cache = if args.no_cache {
-        CacheMode::Off
-    } else if args.refresh {
-        CacheMode::Refresh
-    } else if let Some(s) = &args.max_age {
-        CacheMode::MaxAge(parse_duration(s).ok_or_else(|| {
-            Error::usage(format!(
-                "--max-age {s:?} is not a duration (90s, 30m, 2h, 7d)"
-            ))
-        })?)
-    } else {
-        CacheMode::Revalidate
-    };
     if args.ndjson_records && args.format != Format::Ndjson {
         return Err(Error::usage("--ndjson-records needs --format ndjson"));
     }
-    Ok(FetchOptions {
-        selection: Selection {
-            since,
-            limit: args.limit,
-        },
-        render: RenderOptions {
-            format: args.content,
-            max_content_chars: args.max_content_chars,
-        },
-        cache,
+    let max_age = args
+        .max_age
+        .as_deref()
+        .map(|s| {
+            parse_duration(s).ok_or_else(|| {
+                Error::usage(format!(
+                    "--max-age {:?} is not a duration (90s, 30m, 2h, 7d)",
+                    crate::error::echo(s)
+                ))
+            })
+        })
+        .transpose()?;
+    FetchRequest {
+        since: args.since.clone(),
+        limit: args.limit,
+        content: args.content,
+        max_content_chars: args.max_content_chars,
+        no_cache: args.no_cache,
+        refresh: args.refresh,
+        max_age,
         stale_if_error: args.stale_if_error,
-    })
+    }
+    .options()
 }
 
 /// Reads a URL list or OPML file within the local-read limits; a failure is `IO_ERROR`

@@ -12,10 +12,11 @@ mod signal;
 
 use std::io::{IsTerminal, Write};
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 use crate::config::{Config, Overrides, parse_duration};
-use crate::error::{Error, Result, exit};
+use crate::error::{self, Error, Result, exit};
+use crate::mcp::http::{HttpOptions, Token};
 use crate::feed::RenderOptions;
 use crate::local::FileAccess;
 use crate::ops::{self, Context, ShowOptions};
@@ -196,12 +197,58 @@ async fn run(cli: Cli, config: Config) -> Result<u8> {
                 Some(dir) => FileAccess::under(dir)?,
                 None => FileAccess::Deny,
             };
+            let http = args.http.map(|addr| http_options(addr, &args)).transpose()?;
             let stop = signal::shutdown();
             let ctx = Context::new(config)?;
-            crate::mcp::serve(ctx, stop).await?;
+            match http {
+                Some(opts) => crate::mcp::http::serve(ctx, opts, stop).await?,
+                None => crate::mcp::serve(ctx, stop).await?,
+            }
             Ok(exit::OK)
         }
+        Command::Completions { shell } => emit(|w| {
+            clap_complete::generate(shell, &mut Cli::command(), "rss", w);
+            Ok(())
+        }),
+        Command::Man => emit(|w| clap_mangen::Man::new(Cli::command()).render(w)),
     }
+}
+
+/// The HTTP server's options from `rss mcp` flags; the token from `--token-file`, else
+/// `RSS_MCP_TOKEN`.
+fn http_options(addr: std::net::SocketAddr, args: &args::McpArgs) -> Result<HttpOptions> {
+    let token = match &args.token_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Error::io("cannot read the token file", path, e))?;
+            Some(Token::new(&text)?)
+        }
+        None => match std::env::var("RSS_MCP_TOKEN") {
+            Ok(t) => Some(Token::new(&t)?),
+            Err(_) => None,
+        },
+    };
+    let session_idle = parse_duration(&args.session_idle)
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "--session-idle {:?} is not a duration such as 90s or 10m",
+                error::echo(&args.session_idle)
+            ))
+        })?;
+    if args.max_sessions == 0 {
+        return Err(Error::usage("--max-sessions must be at least 1"));
+    }
+    let opts = HttpOptions {
+        addr,
+        token,
+        allow_remote: args.allow_remote,
+        allowed_hosts: args.allowed_host.clone(),
+        max_sessions: args.max_sessions,
+        session_idle,
+    };
+    opts.check()?;
+    Ok(opts)
 }
 
 /// Writes to stdout; a closed pipe ends the run quietly.

@@ -1,6 +1,7 @@
-//! The MCP server (`rss mcp`, stdio). Tools delegate to `ops`; one [`Context`] — one HTTP
+//! The MCP server (`rss mcp`: stdio, or streamable HTTP in [`http`]). Tools delegate to `ops`; one [`Context`] — one HTTP
 //! client, gate and cache — is built once and shared by every call for the server's life.
 
+pub mod http;
 mod stdio;
 pub mod tools;
 
@@ -17,10 +18,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::feed::{RenderOptions, Selection, estimate_tokens, parse_since};
+use crate::feed::{RenderOptions, estimate_tokens};
 use crate::inputs;
 use crate::model::{FeedStatus, FetchOutput};
-use crate::ops::{self, CacheMode, Context, FetchOptions, ShowOptions};
+use crate::ops::{self, Context, FetchOptions, FetchRequest, ShowOptions};
 use crate::output::SchemaKind;
 use tools::{CachePolicyArg, DiscoverArgs, FetchFeedArgs, GetItemArgs, GetSchemaArgs};
 
@@ -139,28 +140,18 @@ impl Server {
             (Some(_), Some(_)) => return Err(Error::usage("give `url` or `urls`, not both")),
             (None, None) => return Err(Error::usage("give `url` (one feed) or `urls` (up to 50)")),
         };
-        let since = a
-            .since
-            .as_deref()
-            .map(|s| parse_since(s, chrono::Utc::now()))
-            .transpose()?;
         let policy = a.cache_policy.unwrap_or_default();
-        let opts = FetchOptions {
-            selection: Selection {
-                since,
-                limit: to_usize(Some(a.limit.unwrap_or(tools::DEFAULT_LIMIT))),
-            },
-            render: RenderOptions {
-                format: a.content_format.unwrap_or_default(),
-                max_content_chars: to_usize(a.max_content_chars),
-            },
-            cache: match (policy, a.max_age_seconds) {
-                (CachePolicyArg::NoCache, _) => CacheMode::Off,
-                (_, Some(secs)) => CacheMode::MaxAge(std::time::Duration::from_secs(secs)),
-                _ => CacheMode::Revalidate,
-            },
+        let opts = FetchRequest {
+            since: a.since,
+            limit: to_usize(Some(a.limit.unwrap_or(tools::DEFAULT_LIMIT))),
+            content: a.content_format.unwrap_or_default(),
+            max_content_chars: to_usize(a.max_content_chars),
+            no_cache: matches!(policy, CachePolicyArg::NoCache),
+            refresh: false,
+            max_age: a.max_age_seconds.map(std::time::Duration::from_secs),
             stale_if_error: matches!(policy, CachePolicyArg::StaleIfError),
-        };
+        }
+        .options()?;
         let budget = to_usize(Some(
             a.max_response_tokens
                 .unwrap_or(tools::DEFAULT_MAX_RESPONSE_TOKENS),

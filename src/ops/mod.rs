@@ -5,6 +5,7 @@ pub mod budget;
 mod discover;
 mod fetch;
 mod hosts;
+mod request;
 mod show;
 
 use std::time::Duration;
@@ -20,6 +21,7 @@ use crate::payload::Payload;
 pub use discover::discover;
 pub use fetch::fetch_feeds;
 pub use hosts::{hosts_clear, hosts_list};
+pub use request::FetchRequest;
 pub use show::{ShowOptions, show_item};
 
 /// Warning code: the cache could not be used this run.

@@ -137,7 +137,8 @@ impl std::ops::DerefMut for RssCmd {
 }
 
 /// Environment variables a test never inherits from the developer's shell.
-pub const RSS_ENV: [&str; 6] = [
+pub const RSS_ENV: [&str; 7] = [
+    "RSS_MCP_TOKEN",
     "RSS_HOST_CONCURRENCY",
     "RSS_MAX_COOLDOWN_SECS",
     "RSS_MAX_GATE_WAIT_SECS",

@@ -9,6 +9,7 @@ mod formats;
 mod limits;
 mod mcp;
 mod mcp_guard;
+mod mcp_http;
 mod pacing;
 mod parsing;
 mod signals;

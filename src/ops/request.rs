@@ -1,0 +1,82 @@
+//! What a caller asks of a fetch, as the CLI and the MCP tools both receive it, turned
+//! into [`FetchOptions`] in one place.
+
+use std::time::Duration;
+
+use super::{CacheMode, FetchOptions};
+use crate::error::{Error, Result};
+use crate::feed::{ContentFormat, RenderOptions, Selection, parse_since};
+
+/// A fetch as asked for: flags of `rss fetch`, or the arguments of `fetch_feed`.
+#[derive(Debug, Clone, Default)]
+pub struct FetchRequest {
+    /// Only items newer than this (`2024-05-01`, an RFC 3339 time, or `1d` ago).
+    pub since: Option<String>,
+    /// At most this many items per feed, newest first.
+    pub limit: Option<usize>,
+    /// How item bodies are rendered.
+    pub content: ContentFormat,
+    /// Cut each item's content to this many characters.
+    pub max_content_chars: Option<usize>,
+    /// Bypass the cache entirely.
+    pub no_cache: bool,
+    /// Fetch again even when the cached copy is fresh (still revalidating).
+    pub refresh: bool,
+    /// Serve a cached copy younger than this without asking the origin.
+    pub max_age: Option<Duration>,
+    /// Serve a cached copy when the origin fails.
+    pub stale_if_error: bool,
+}
+
+impl FetchRequest {
+    /// The options of `ops::fetch_feeds`, or a usage error naming what is wrong.
+    pub fn options(&self) -> Result<FetchOptions> {
+        let since = self
+            .since
+            .as_deref()
+            .map(|s| parse_since(s, chrono::Utc::now()))
+            .transpose()?;
+        let cache = match (self.no_cache, self.refresh, self.max_age) {
+            (true, true, _) => {
+                return Err(Error::usage("no cache and a refresh of it exclude each other"));
+            }
+            (true, _, _) => CacheMode::Off,
+            (_, true, _) => CacheMode::Refresh,
+            (_, _, Some(age)) => CacheMode::MaxAge(age),
+            _ => CacheMode::Revalidate,
+        };
+        Ok(FetchOptions {
+            selection: Selection {
+                since,
+                limit: self.limit,
+            },
+            render: RenderOptions {
+                format: self.content,
+                max_content_chars: self.max_content_chars,
+            },
+            cache,
+            stale_if_error: self.stale_if_error,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_mode_follows_the_strongest_request() {
+        let mut r = FetchRequest::default();
+        assert!(matches!(r.options().unwrap().cache, CacheMode::Revalidate));
+        r.max_age = Some(Duration::from_secs(60));
+        assert!(matches!(r.options().unwrap().cache, CacheMode::MaxAge(_)));
+        r.refresh = true;
+        assert!(matches!(r.options().unwrap().cache, CacheMode::Refresh));
+        r.no_cache = true;
+        assert!(r.options().is_err());
+        r.refresh = false;
+        assert!(matches!(r.options().unwrap().cache, CacheMode::Off));
+        r.since = Some("not a date".into());
+        assert_eq!(r.options().unwrap_err().code().as_str(), "USAGE_ERROR");
+    }
+}

@@ -1,0 +1,402 @@
+//! `rss mcp --http` as remote clients see it: the rmcp streamable HTTP client, the
+//! official Python SDK, and plain HTTP requests probing the guard.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::json;
+use tokio::io::AsyncBufReadExt;
+
+use crate::helpers::*;
+use crate::mcp::{args, python_with_mcp, structured};
+
+const TOKEN: &str = "test-token-3f9a";
+const FEED: &str = "<rss><channel><title>T</title><item><title>i</title><link>https://x.example/i</link></item></channel></rss>";
+
+/// A running `rss mcp --http 127.0.0.1:0` with its own cache; killed when dropped.
+struct HttpServer {
+    child: tokio::process::Child,
+    url: String,
+    _cache: tempfile::TempDir,
+}
+
+impl HttpServer {
+    async fn start(extra: &[&str]) -> HttpServer {
+        let cache = tempfile::tempdir().unwrap();
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_rss"));
+        for var in RSS_ENV {
+            cmd.env_remove(var);
+        }
+        cmd.args(["mcp", "--http", "127.0.0.1:0"])
+            .args(extra)
+            .env("RSS_CACHE_DIR", cache.path())
+            .env("RSS_MCP_TOKEN", TOKEN)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(at) = line.find("http://") {
+                    return line[at..].trim().to_owned();
+                }
+            }
+            panic!("the server ended before it listened");
+        })
+        .await
+        .expect("the server listens within 30 s");
+        // Keep draining stderr so the server never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        HttpServer {
+            child,
+            url,
+            _cache: cache,
+        }
+    }
+
+    async fn client(&self) -> RunningService<RoleClient, ()> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.clone());
+        config.auth_header = Some(TOKEN.to_owned());
+        let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+        tokio::time::timeout(Duration::from_secs(30), ().serve(transport))
+            .await
+            .expect("initialized within 30 s")
+            .expect("the client initializes")
+    }
+
+    fn base(&self) -> String {
+        self.url.trim_end_matches("/mcp").to_owned()
+    }
+}
+
+async fn fetch_feed(
+    client: &RunningService<RoleClient, ()>,
+    url: &str,
+) -> rmcp::model::CallToolResult {
+    let call = client.call_tool(
+        CallToolRequestParams::new("fetch_feed").with_arguments(args(json!({ "url": url }))),
+    );
+    tokio::time::timeout(Duration::from_secs(120), call)
+        .await
+        .expect("answered within two minutes")
+        .expect("the call completes")
+}
+
+fn initialize_body() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"}}})
+    .to_string()
+}
+
+async fn post(url: &str, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> u16 {
+    let mut req = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.send().await.unwrap().status().as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rmcp_client_initializes_lists_tools_and_fetches() {
+    let srv = fixture_server().await;
+    let server = HttpServer::start(&[]).await;
+    let client = server.client().await;
+    let info = client.peer_info().expect("server info");
+    assert_eq!(info.server_info.as_ref().unwrap().name, "rss");
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        vec!["fetch_feed", "discover_feeds", "get_item", "get_schema"]
+    );
+    let r = fetch_feed(&client, &srv.url("/rss20.xml")).await;
+    let doc = structured(&r);
+    assert_eq!(doc["feeds"][0]["status"], "ok", "{doc}");
+    assert_eq!(doc["feeds"][0]["title"], "Example Engineering Blog");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_client_initializes_lists_tools_and_fetches() {
+    let Some(python) = python_with_mcp() else {
+        return;
+    };
+    let srv = fixture_server().await;
+    let server = HttpServer::start(&[]).await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(&python)
+            .args([
+                script,
+                "--http",
+                &server.url,
+                TOKEN,
+                &srv.url("/rss20.xml"),
+            ])
+            .output(),
+    )
+    .await
+    .expect("the python client ends within two minutes")
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "python client failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("OK fetch_feed"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_sessions_share_one_gate_on_a_one_per_second_host() {
+    // One request a second; 429 without Retry-After beyond it.
+    let last = Arc::new(Mutex::new(None::<Instant>));
+    let l = last.clone();
+    let host = TestServer::start(move |req| {
+        let mut last = l.lock().unwrap();
+        if last.is_none_or(|t| req.arrived.duration_since(t) >= Duration::from_secs(1)) {
+            *last = Some(req.arrived);
+            Reply::xml(FEED)
+        } else {
+            Reply::status(429)
+        }
+    })
+    .await;
+    let server = HttpServer::start(&[]).await;
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        sessions.push(Arc::new(server.client().await));
+    }
+    let mut calls = Vec::new();
+    for (s, client) in sessions.iter().enumerate() {
+        for i in 0..8 {
+            let client = client.clone();
+            let url = host.url(&format!("/s{s}-{i}.xml"));
+            calls.push(tokio::spawn(async move {
+                structured(&fetch_feed(&client, &url).await)
+            }));
+        }
+    }
+    for call in calls {
+        let doc = call.await.unwrap();
+        assert_eq!(doc["feeds"][0]["status"], "ok", "{doc}");
+    }
+    let refusals = host.hits().iter().filter(|h| h.status == 429).count();
+    assert!(refusals <= 1, "{refusals} refusals");
+    assert_eq!(host.count(), 24 + refusals);
+    assert_eq!(host.max_in_flight(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guard_answers_401_403_413_and_healthz() {
+    let server = HttpServer::start(&[]).await;
+    let auth = format!("Bearer {TOKEN}");
+    assert_eq!(post(&server.url, &[], initialize_body()).await, 401);
+    assert_eq!(
+        post(
+            &server.url,
+            &[("authorization", "Bearer wrong")],
+            initialize_body()
+        )
+        .await,
+        401
+    );
+    let r = reqwest::Client::new()
+        .post(&server.url)
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let challenge = r.headers()["www-authenticate"].to_str().unwrap().to_owned();
+    assert!(challenge.starts_with("Bearer"), "{challenge}");
+    assert!(!r.text().await.unwrap().contains(TOKEN));
+    assert_eq!(
+        post(
+            &server.url,
+            &[("authorization", &auth), ("origin", "http://evil.example")],
+            initialize_body()
+        )
+        .await,
+        403
+    );
+    assert_eq!(
+        post(
+            &server.url,
+            &[("authorization", &auth), ("host", "evil.example")],
+            initialize_body()
+        )
+        .await,
+        403
+    );
+    let huge = vec![b' '; 8 << 20];
+    assert_eq!(
+        post(&server.url, &[("authorization", &auth)], huge).await,
+        413
+    );
+    assert_eq!(
+        post(&server.url, &[("authorization", &auth)], initialize_body()).await,
+        200
+    );
+    let health = reqwest::get(format!("{}/healthz", server.base()))
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    assert_eq!(health.text().await.unwrap(), "ok\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_cap_refuses_one_more_session() {
+    let server = HttpServer::start(&["--max-sessions", "2"]).await;
+    let _a = server.client().await;
+    let _b = server.client().await;
+    let auth = format!("Bearer {TOKEN}");
+    assert_eq!(
+        post(&server.url, &[("authorization", &auth)], initialize_body()).await,
+        503
+    );
+}
+
+#[test]
+fn a_remote_address_without_allow_remote_and_a_token_is_a_usage_error() {
+    let out = rss_cmd()
+        .args(["mcp", "--http", "0.0.0.0:0"])
+        .env("RSS_MCP_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = json(&out.stderr);
+    assert_eq!(err["code"], "USAGE_ERROR");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(TOKEN));
+    let out = rss_cmd()
+        .args(["mcp", "--http", "0.0.0.0:0", "--allow-remote"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let help = rss_cmd().args(["mcp", "--help"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&help.stdout).contains(TOKEN));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_the_server_with_exit_0_within_5_s_even_mid_call() {
+    let slow = TestServer::with_routes(vec![(
+        "/slow.xml",
+        Reply::xml(FEED).delay(Duration::from_secs(60)),
+    )])
+    .await;
+    let mut server = HttpServer::start(&[]).await;
+    let client = Arc::new(server.client().await);
+    let c = client.clone();
+    let url = slow.url("/slow.xml");
+    let _call = tokio::spawn(async move { c.call_tool(
+        CallToolRequestParams::new("fetch_feed").with_arguments(args(json!({ "url": url }))),
+    )
+    .await });
+    wait_for(|| slow.count() == 1).await;
+    let pid = server.child.id().unwrap();
+    let sent = Instant::now();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(5), server.child.wait())
+        .await
+        .expect("the server exits within 5 s")
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "after {:?}", sent.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_hangs_up_mid_call_frees_the_host_at_once() {
+    let host = TestServer::start(|req| {
+        if req.path == "/slow.xml" {
+            Reply::xml(FEED).delay(Duration::from_secs(60))
+        } else {
+            Reply::xml(FEED)
+        }
+    })
+    .await;
+    let server = HttpServer::start(&[]).await;
+    let first = server.client().await;
+    let url = host.url("/slow.xml");
+    let call = tokio::spawn(async move {
+        let r = first
+            .call_tool(
+                CallToolRequestParams::new("fetch_feed")
+                    .with_arguments(args(json!({ "url": url }))),
+            )
+            .await;
+        drop(first);
+        r
+    });
+    wait_for(|| host.count() == 1).await;
+    // The first client goes away: its connection closes mid-call.
+    call.abort();
+    let _ = call.await;
+    let second = server.client().await;
+    let started = Instant::now();
+    let doc = structured(&fetch_feed(&second, &host.url("/fast.xml")).await);
+    assert_eq!(doc["feeds"][0]["status"], "ok", "{doc}");
+    assert!(
+        // Held, it would be held for the slow reply's 60 s.
+        started.elapsed() < Duration::from_secs(3),
+        "the host stayed taken for {:?}",
+        started.elapsed()
+    );
+    assert_eq!(host.hits_for("/fast.xml").len(), 1);
+}
+
+#[test]
+fn bash_completion_offers_fetch_and_the_man_page_names_every_subcommand() {
+    let out = rss_cmd().args(["completions", "bash"]).output().unwrap();
+    assert!(out.status.success());
+    let script = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(script.path(), &out.stdout).unwrap();
+    // Source the script and ask it what `rss fe<TAB>` completes to.
+    let probe = format!(
+        "source {}; COMP_WORDS=(rss fe); COMP_CWORD=1; COMP_LINE='rss fe'; COMP_POINT=6; _rss rss fe rss; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.path().display()
+    );
+    let got = std::process::Command::new("bash")
+        .args(["--norc", "-c", &probe])
+        .output()
+        .unwrap();
+    let words = String::from_utf8_lossy(&got.stdout);
+    assert_eq!(words.trim(), "fetch", "{words} {}", String::from_utf8_lossy(&got.stderr));
+
+    let man = rss_cmd().arg("man").output().unwrap();
+    assert!(man.status.success());
+    let page = String::from_utf8_lossy(&man.stdout);
+    assert!(page.contains(".TH rss"), "{page}");
+    for sub in ["fetch", "discover", "show", "schema", "cache", "hosts", "mcp", "completions", "man"] {
+        assert!(
+            page.contains(&format!("rss\\-{sub}(1)")),
+            "the man page does not name {sub}"
+        );
+    }
+}
+
+/// Polls `cond` every 20 ms for at most 30 s.
+async fn wait_for(cond: impl Fn() -> bool) {
+    for _ in 0..1500 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("condition not met within 30 s");
+}
