@@ -91,7 +91,8 @@ async fn main() {
         tasks.push(tokio::spawn(async move {
             let mut out = Vec::new();
             for url in urls {
-                let args = json!({"url": url, "content_format": "none", "cache_policy": "no-cache"});
+                let args =
+                    json!({"url": url, "content_format": "none", "cache_policy": "no-cache"});
                 let t = Instant::now();
                 let r = client
                     .call_tool(

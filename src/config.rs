@@ -34,6 +34,8 @@ pub const ENV_MAX_GATE_WAIT: &str = "RSS_MAX_GATE_WAIT_SECS";
 pub const ENV_CACHE_DIR: &str = "RSS_CACHE_DIR";
 /// Environment variable: `off` keeps host state inside the process.
 pub const ENV_HOST_STATE: &str = "RSS_HOST_STATE";
+/// Environment variable: the Redis URL of the fleet's host-state store.
+pub const ENV_GATE_STORE: &str = "RSS_GATE_STORE";
 /// Environment variable: `1` refuses requests to non-public addresses.
 pub const ENV_DENY_PRIVATE_NETWORKS: &str = "RSS_DENY_PRIVATE_NETWORKS";
 
@@ -60,6 +62,25 @@ pub enum HostStateSetting {
     Files,
     /// Inside the process only (`--no-host-state`, `RSS_HOST_STATE=off`).
     Off,
+    /// In Redis at this URL, shared by every worker of a fleet (`--gate-store`,
+    /// `RSS_GATE_STORE`).
+    Redis(String),
+}
+
+/// A `--gate-store` / `RSS_GATE_STORE` value checked: a `redis://` or `rediss://` URL with
+/// a host. The message never repeats a password.
+fn gate_store_url(url: &str) -> Result<String> {
+    let parsed = url::Url::parse(url).ok();
+    match parsed {
+        Some(u) if matches!(u.scheme(), "redis" | "rediss") && u.has_host() => Ok(url.to_owned()),
+        Some(u) => Err(Error::usage(format!(
+            "--gate-store / {ENV_GATE_STORE} must be a redis:// or rediss:// URL with a host, not a {}: URL",
+            crate::error::echo(u.scheme())
+        ))),
+        None => Err(Error::usage(format!(
+            "--gate-store / {ENV_GATE_STORE} is not a URL (redis://host:port/db)"
+        ))),
+    }
 }
 
 /// Settings given on the command line (or by a test); `None` means "not given".
@@ -81,6 +102,8 @@ pub struct Overrides {
     pub cache_dir: Option<PathBuf>,
     /// `--no-host-state`.
     pub no_host_state: bool,
+    /// `--gate-store URL`.
+    pub gate_store: Option<String>,
     /// `--deny-private-networks`.
     pub deny_private_networks: bool,
 }
@@ -174,8 +197,15 @@ impl Config {
             )?;
             gate.max_gate_wait = Duration::from_secs(secs);
         }
+        let gate_store = overrides
+            .gate_store
+            .clone()
+            .or_else(|| env(ENV_GATE_STORE))
+            .filter(|s| !s.trim().is_empty());
         config.host_state = if overrides.no_host_state {
             HostStateSetting::Off
+        } else if let Some(url) = gate_store {
+            HostStateSetting::Redis(gate_store_url(url.trim())?)
         } else {
             match env(ENV_HOST_STATE).as_deref().map(str::trim) {
                 None | Some("" | "on" | "1" | "true" | "files") => HostStateSetting::Files,

@@ -64,6 +64,15 @@ pub(super) struct GlobalArgs {
     /// every rss process using the same cache directory (env RSS_HOST_STATE=off).
     #[arg(long, global = true)]
     pub(super) no_host_state: bool,
+    /// Keep host state in Redis (redis://host:port/db, rediss:// for TLS) so every worker
+    /// of a fleet behind one address paces each host together (env RSS_GATE_STORE).
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        conflicts_with = "no_host_state"
+    )]
+    pub(super) gate_store: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

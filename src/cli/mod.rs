@@ -16,9 +16,9 @@ use clap::{CommandFactory, Parser};
 
 use crate::config::{Config, Overrides, parse_duration};
 use crate::error::{self, Error, Result, exit};
-use crate::mcp::http::{HttpOptions, Token};
 use crate::feed::RenderOptions;
 use crate::local::FileAccess;
+use crate::mcp::http::{HttpOptions, Token};
 use crate::ops::{self, Context, ShowOptions};
 use crate::output::{self, SchemaKind};
 use args::{CacheAction, Cli, Command, GlobalArgs, HostsAction};
@@ -110,6 +110,7 @@ fn overrides(g: &GlobalArgs) -> Overrides {
         concurrency: g.concurrency,
         cache_dir: g.cache_dir.clone(),
         no_host_state: g.no_host_state,
+        gate_store: g.gate_store.clone(),
         deny_private_networks: g.deny_private_networks,
     }
 }
@@ -197,7 +198,10 @@ async fn run(cli: Cli, config: Config) -> Result<u8> {
                 Some(dir) => FileAccess::under(dir)?,
                 None => FileAccess::Deny,
             };
-            let http = args.http.map(|addr| http_options(addr, &args)).transpose()?;
+            let http = args
+                .http
+                .map(|addr| http_options(addr, &args))
+                .transpose()?;
             let stop = signal::shutdown();
             let ctx = Context::new(config)?;
             match http {

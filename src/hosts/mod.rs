@@ -10,6 +10,7 @@
 //! own gate, with a warning, when the store cannot be used.
 
 pub(crate) mod file;
+mod redis;
 mod stored;
 
 use std::sync::{Arc, Mutex};
@@ -51,6 +52,18 @@ pub enum StoreError {
     /// The store did not answer in time.
     #[error("the host-state store did not answer within {0:?}")]
     Timeout(Duration),
+    /// A Redis command failed.
+    #[error("{action}: {source}")]
+    Redis {
+        /// What was being done.
+        action: &'static str,
+        /// The cause.
+        #[source]
+        source: ::redis::RedisError,
+    },
+    /// Other workers kept changing a host's state faster than this one could update it.
+    #[error("the state of {0} changed under every try to update it")]
+    Contended(String),
 }
 
 /// A send slot of a host, held while one request sends; released on drop.
@@ -94,6 +107,11 @@ pub(crate) trait HostStore: Send + Sync + std::fmt::Debug {
     fn list(&self) -> BoxFuture<'_, Result<Vec<Listed>, StoreError>>;
     /// Forgets `host` (or every host); returns how many entries went.
     fn clear<'a>(&'a self, host: Option<&'a HostKey>) -> BoxFuture<'a, Result<usize, StoreError>>;
+    /// Why the store served from a fallback since the last call, if it did (reported as
+    /// `GATE_STORE_UNAVAILABLE`).
+    fn take_degraded(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A warning the store raised, for the output of the operation that met it.
@@ -120,14 +138,26 @@ pub(crate) fn open(config: &Config) -> SharedHosts {
             "host state is not shared with other processes: {why}"
         ))
     };
-    match config.host_state {
-        HostStateSetting::Off => SharedHosts::off(),
-        HostStateSetting::Files => match &config.cache_dir {
-            None => unshared("no cache directory is known".to_owned()),
+    let files = || -> Result<Arc<dyn HostStore>, String> {
+        match &config.cache_dir {
+            None => Err("no cache directory is known".to_owned()),
             Some(dir) => match file::FileStore::open(&dir.join("hosts")) {
-                Ok(store) => SharedHosts::with_store(Arc::new(store)),
-                Err(e) => unshared(e.to_string()),
+                Ok(store) => Ok(Arc::new(store)),
+                Err(e) => Err(e.to_string()),
             },
+        }
+    };
+    match &config.host_state {
+        HostStateSetting::Off => SharedHosts::off(),
+        HostStateSetting::Files => match files() {
+            Ok(store) => SharedHosts::with_store(store),
+            Err(why) => unshared(why),
+        },
+        HostStateSetting::Redis(url) => match redis::RedisStore::open(url, config.gate) {
+            Ok(store) => {
+                SharedHosts::with_store(Arc::new(redis::Fallback::new(store, files().ok())))
+            }
+            Err(e) => unshared(e.to_string()),
         },
     }
 }
@@ -176,6 +206,12 @@ impl SharedHosts {
     /// last call.
     pub(crate) fn take_warnings(&self) -> Vec<StoreWarning> {
         let mut out: Vec<StoreWarning> = self.standing.iter().cloned().collect();
+        if let Some(why) = self.store.as_ref().and_then(|s| s.take_degraded()) {
+            out.push(StoreWarning {
+                code: WARN_GATE_STORE_UNAVAILABLE,
+                message: why,
+            });
+        }
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         for w in pending.drain(..) {
             if !out.contains(&w) {
@@ -293,8 +329,13 @@ impl SharedHosts {
                 Ok(None) => {
                     let now = Instant::now();
                     let wait = gate.estimate_behind_one(&key, now);
-                    if !wait.is_zero() && now + wait > deadline {
-                        return Err(Throttled { host: key, wait });
+                    // Another worker's send with nothing known of its length: wait for it
+                    // until the deadline, never past it.
+                    if (!wait.is_zero() && now + wait > deadline) || now >= deadline {
+                        return Err(Throttled {
+                            host: key,
+                            wait: wait.max(LEASE_POLL_MAX),
+                        });
                     }
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(LEASE_POLL_MAX);

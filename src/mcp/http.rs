@@ -21,9 +21,7 @@ use futures::StreamExt;
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::common::server_side_http::SessionId;
 use rmcp::transport::streamable_http_server::SessionManager;
-use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionManager, SessionConfig,
-};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -232,13 +230,11 @@ async fn check_request(State(guard): State<Guard>, req: Request, next: Next) -> 
             .get(header::AUTHORIZATION)
             .and_then(|v| bearer(v.as_bytes()));
         if !given.is_some_and(|t| token.matches(t)) {
-            return refuse(
-                StatusCode::UNAUTHORIZED,
-                "a valid bearer token is required",
-            );
+            return refuse(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
         }
     }
-    let opens_session = req.method() == Method::POST && !req.headers().contains_key("mcp-session-id");
+    let opens_session =
+        req.method() == Method::POST && !req.headers().contains_key("mcp-session-id");
     if opens_session && guard.sessions.sessions.read().await.len() >= guard.max_sessions {
         let mut r = refuse(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -248,7 +244,11 @@ async fn check_request(State(guard): State<Guard>, req: Request, next: Next) -> 
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         return r;
     }
-    match req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+    match req
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+    {
         Some(session) if req.method() == Method::POST => {
             let session: SessionId = session.into();
             cancel_on_hang_up(guard.sessions, session, req, next).await
@@ -270,13 +270,20 @@ async fn cancel_on_hang_up(
     let (parts, body) = req.into_parts();
     let bytes = match axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES).await {
         Ok(b) => b,
-        Err(_) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large"),
+        Err(_) => {
+            return refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the request body is too large",
+            );
+        }
     };
     let call_id = serde_json::from_slice::<serde_json::Value>(&bytes)
         .ok()
         .filter(|v| v["method"] == "tools/call")
         .and_then(|v| v.get("id").cloned());
-    let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
     let Some(id) = call_id else {
         return response;
     };

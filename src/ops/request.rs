@@ -38,7 +38,9 @@ impl FetchRequest {
             .transpose()?;
         let cache = match (self.no_cache, self.refresh, self.max_age) {
             (true, true, _) => {
-                return Err(Error::usage("no cache and a refresh of it exclude each other"));
+                return Err(Error::usage(
+                    "no cache and a refresh of it exclude each other",
+                ));
             }
             (true, _, _) => CacheMode::Off,
             (_, true, _) => CacheMode::Refresh,

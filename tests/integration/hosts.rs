@@ -13,7 +13,7 @@ use crate::helpers::*;
 const FEED: &str = "<rss><channel><title>T</title><item><title>i</title><link>https://x.example/i</link></item></channel></rss>";
 
 /// Runs `rss fetch` with `args` in the cache directory `cache`; the parsed output.
-async fn fetch_in(cache: &Path, args: &[String]) -> (Option<i32>, Value) {
+pub async fn fetch_in(cache: &Path, args: &[String]) -> (Option<i32>, Value) {
     let mut cmd = tokio::process::Command::from(rss_std(cache));
     cmd.arg("fetch").args(args).stderr(Stdio::null());
     let out = tokio::time::timeout(Duration::from_secs(120), cmd.output())
@@ -23,11 +23,11 @@ async fn fetch_in(cache: &Path, args: &[String]) -> (Option<i32>, Value) {
     (out.status.code(), json(&out.stdout))
 }
 
-fn urls(srv: &TestServer, prefix: &str, n: usize) -> Vec<String> {
+pub fn urls(srv: &TestServer, prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| srv.url(&format!("/{prefix}{i}"))).collect()
 }
 
-fn statuses(doc: &Value) -> Vec<String> {
+pub fn statuses(doc: &Value) -> Vec<String> {
     doc["feeds"]
         .as_array()
         .unwrap()

@@ -12,4 +12,5 @@ mod mcp_guard;
 mod mcp_http;
 mod pacing;
 mod parsing;
+mod redis;
 mod signals;

@@ -140,13 +140,7 @@ async fn the_python_sdk_client_initializes_lists_tools_and_fetches() {
     let out = tokio::time::timeout(
         Duration::from_secs(120),
         tokio::process::Command::new(&python)
-            .args([
-                script,
-                "--http",
-                &server.url,
-                TOKEN,
-                &srv.url("/rss20.xml"),
-            ])
+            .args([script, "--http", &server.url, TOKEN, &srv.url("/rss20.xml")])
             .output(),
     )
     .await
@@ -302,10 +296,12 @@ async fn sigterm_ends_the_server_with_exit_0_within_5_s_even_mid_call() {
     let client = Arc::new(server.client().await);
     let c = client.clone();
     let url = slow.url("/slow.xml");
-    let _call = tokio::spawn(async move { c.call_tool(
-        CallToolRequestParams::new("fetch_feed").with_arguments(args(json!({ "url": url }))),
-    )
-    .await });
+    let _call = tokio::spawn(async move {
+        c.call_tool(
+            CallToolRequestParams::new("fetch_feed").with_arguments(args(json!({ "url": url }))),
+        )
+        .await
+    });
     wait_for(|| slow.count() == 1).await;
     let pid = server.child.id().unwrap();
     let sent = Instant::now();
@@ -376,13 +372,28 @@ fn bash_completion_offers_fetch_and_the_man_page_names_every_subcommand() {
         .output()
         .unwrap();
     let words = String::from_utf8_lossy(&got.stdout);
-    assert_eq!(words.trim(), "fetch", "{words} {}", String::from_utf8_lossy(&got.stderr));
+    assert_eq!(
+        words.trim(),
+        "fetch",
+        "{words} {}",
+        String::from_utf8_lossy(&got.stderr)
+    );
 
     let man = rss_cmd().arg("man").output().unwrap();
     assert!(man.status.success());
     let page = String::from_utf8_lossy(&man.stdout);
     assert!(page.contains(".TH rss"), "{page}");
-    for sub in ["fetch", "discover", "show", "schema", "cache", "hosts", "mcp", "completions", "man"] {
+    for sub in [
+        "fetch",
+        "discover",
+        "show",
+        "schema",
+        "cache",
+        "hosts",
+        "mcp",
+        "completions",
+        "man",
+    ] {
         assert!(
             page.contains(&format!("rss\\-{sub}(1)")),
             "the man page does not name {sub}"
