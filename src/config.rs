@@ -6,14 +6,11 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::gate::GateParams;
 
-/// The default User-Agent: the tool, its version and where it lives.
-pub const DEFAULT_USER_AGENT: &str = concat!(
-    "rss/",
-    env!("CARGO_PKG_VERSION"),
-    " (+",
-    env!("CARGO_PKG_REPOSITORY"),
-    ")"
-);
+/// The default User-Agent: the tool and its version, and no invented address (a user adds
+/// their own contact with `--user-agent` / `RSS_USER_AGENT`).
+pub const DEFAULT_USER_AGENT: &str = concat!("rss/", env!("CARGO_PKG_VERSION"));
+/// Environment variable: the User-Agent sent (`name/version (+contact URL)`).
+pub const ENV_USER_AGENT: &str = "RSS_USER_AGENT";
 
 /// Default `--timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -240,10 +237,10 @@ impl Config {
             in_range(bytes, limits::MAX_BODY_BYTES, "--max-body-bytes")?;
             config.max_body_bytes = bytes;
         }
-        if let Some(ua) = overrides.user_agent {
-            if ua.trim().is_empty() || ua.chars().any(|c| c.is_control()) {
+        if let Some(ua) = overrides.user_agent.or_else(|| env(ENV_USER_AGENT)) {
+            if ua.trim().is_empty() || ua.chars().any(|c| c.is_control()) || ua.len() > 512 {
                 return Err(Error::usage(
-                    "--user-agent must be non-empty printable text",
+                    "--user-agent / RSS_USER_AGENT must be printable text of 1 to 512 bytes",
                 ));
             }
             config.user_agent = ua;
@@ -438,11 +435,16 @@ mod tests {
     }
 
     #[test]
-    fn the_default_user_agent_names_tool_version_and_repository() {
-        assert!(
-            DEFAULT_USER_AGENT
-                .starts_with(&format!("rss/{} (+https://", env!("CARGO_PKG_VERSION")))
+    fn the_default_user_agent_names_tool_and_version_only_and_users_add_a_contact() {
+        assert_eq!(
+            DEFAULT_USER_AGENT,
+            format!("rss/{}", env!("CARGO_PKG_VERSION"))
         );
-        assert!(DEFAULT_USER_AGENT.contains(env!("CARGO_PKG_REPOSITORY")));
+        const UA: &str = "rss/0.1 (+https://ops.example/feeds)";
+        let ua = UA;
+        let c = Config::resolve(Overrides::default(), env_of(&[(ENV_USER_AGENT, UA)])).unwrap();
+        assert_eq!(c.user_agent, ua);
+        let bad = Config::resolve(Overrides::default(), env_of(&[(ENV_USER_AGENT, "a\nb")]));
+        assert!(bad.is_err());
     }
 }

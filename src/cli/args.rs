@@ -14,6 +14,7 @@ use crate::output::Format;
     version,
     about,
     propagate_version = true,
+    arg_required_else_help = true,
     max_term_width = 100
 )]
 pub struct Cli {
@@ -34,7 +35,8 @@ pub(super) struct GlobalArgs {
     /// Log more on stderr (-v info, -vv debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub(super) verbose: u8,
-    /// User-Agent header (default: rss/VERSION (+repository URL)).
+    /// User-Agent header, e.g. "mybot/1.0 (+https://example.com/contact)" (default: rss/VERSION;
+    /// env RSS_USER_AGENT).
     #[arg(long, global = true, value_name = "UA")]
     pub(super) user_agent: Option<String>,
     /// Requests in flight across all hosts.
@@ -73,44 +75,125 @@ pub(super) struct GlobalArgs {
         conflicts_with = "no_host_state"
     )]
     pub(super) gate_store: Option<String>,
+    /// How errors on stderr are written: auto (words on a terminal, JSON otherwise), json
+    /// or text.
+    #[arg(long, global = true, value_enum, default_value_t = ErrorFormat::Auto)]
+    pub(super) error_format: ErrorFormat,
+}
+
+/// `--error-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ErrorFormat {
+    /// Words when stderr is a terminal, the JSON object otherwise.
+    Auto,
+    /// Always the JSON error object.
+    Json,
+    /// Always words.
+    Text,
+}
+
+impl ErrorFormat {
+    /// The format given in raw arguments (read before parsing, so that a parse error is
+    /// written as asked), or `Auto`.
+    pub(crate) fn from_raw_args(args: &[std::ffi::OsString]) -> ErrorFormat {
+        let mut it = args.iter().filter_map(|a| a.to_str());
+        let mut found = ErrorFormat::Auto;
+        while let Some(a) = it.next() {
+            if a == "--" {
+                break;
+            }
+            let value = match a.strip_prefix("--error-format") {
+                Some("") => it.next(),
+                Some(v) => v.strip_prefix('='),
+                None => None,
+            };
+            match value {
+                Some("json") => found = ErrorFormat::Json,
+                Some("text") => found = ErrorFormat::Text,
+                Some("auto") => found = ErrorFormat::Auto,
+                _ => {}
+            }
+        }
+        found
+    }
+
+    /// Whether errors are written as words.
+    pub(crate) fn words(self) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            ErrorFormat::Json => false,
+            ErrorFormat::Text => true,
+            ErrorFormat::Auto => std::io::stderr().is_terminal(),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
 pub(super) enum Command {
     /// Fetch feeds and print their items.
+    #[command(after_help = "Examples:
+  rss fetch https://blog.rust-lang.org/feed.xml
+  rss fetch --input feeds.txt --since 1d --limit 5 --format text
+  rss fetch --opml subscriptions.opml --format ndjson > items.ndjson")]
     Fetch(FetchArgs),
     /// List the feeds a web page advertises.
+    #[command(after_help = "Examples:
+  rss discover https://blog.rust-lang.org/
+  rss discover https://example.com/ | jq -r '.feeds[].url' | rss fetch -")]
     Discover {
         /// The page (http(s) URL or local file).
         site_url: String,
     },
     /// Print one item by id, guid or URL (from the cache when it has it).
+    #[command(after_help = "Examples:
+  rss show https://blog.rust-lang.org/feed.xml --id 3f2a9c1d0b7e4a55
+  rss show https://blog.rust-lang.org/feed.xml --id https://blog.rust-lang.org/2024/05/02/Rust-1.78.0.html --content text")]
     Show(ShowArgs),
     /// Print the JSON Schema of a command's output.
+    #[command(after_help = "Examples:
+  rss schema --command fetch > fetch.schema.json
+  rss schema --command ndjson")]
     Schema {
         /// fetch, ndjson, ndjson-records, discover, show, cache-list or hosts.
         #[arg(long, value_name = "COMMAND", default_value = "fetch")]
         command: String,
     },
     /// Inspect or clear the cache.
+    #[command(after_help = "Examples:
+  rss cache list | jq '.total_bytes'
+  rss cache clear --older-than 7d")]
     Cache {
         #[command(subcommand)]
         action: CacheAction,
     },
     /// Show what the gate has learned about each host (shared by every rss process), or
     /// forget it.
+    #[command(after_help = "Examples:
+  rss hosts
+  rss hosts clear example.com
+  RSS_GATE_STORE=redis://redis.internal:6379/0 rss hosts")]
     Hosts {
         #[command(subcommand)]
         action: Option<HostsAction>,
     },
     /// Serve the tools over MCP: on stdin/stdout, or over streamable HTTP with --http.
+    #[command(after_help = "Examples:
+  claude mcp add rss -- rss mcp
+  {\"mcpServers\": {\"rss\": {\"command\": \"rss\", \"args\": [\"mcp\"]}}}
+  RSS_MCP_TOKEN=$(openssl rand -hex 32) rss mcp --http 127.0.0.1:8765")]
     Mcp(McpArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    #[command(after_help = "Examples:
+  rss completions bash > ~/.local/share/bash-completion/completions/rss
+  rss completions zsh > \"${fpath[1]}/_rss\"")]
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
     /// Print the man page (roff) on stdout: `rss man > rss.1`.
+    #[command(after_help = "Examples:
+  rss man > ~/.local/share/man/man1/rss.1
+  rss man | man -l -")]
     Man,
 }
 

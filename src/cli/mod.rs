@@ -21,7 +21,7 @@ use crate::local::FileAccess;
 use crate::mcp::http::{HttpOptions, Token};
 use crate::ops::{self, Context, ShowOptions};
 use crate::output::{self, SchemaKind};
-use args::{CacheAction, Cli, Command, GlobalArgs, HostsAction};
+use args::{CacheAction, Cli, Command, ErrorFormat, GlobalArgs, HostsAction};
 
 /// Runs the CLI and returns the process exit code; the only place errors become codes.
 pub fn main() -> std::process::ExitCode {
@@ -29,13 +29,27 @@ pub fn main() -> std::process::ExitCode {
 }
 
 fn run_main() -> u8 {
-    let cli = match Cli::try_parse() {
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let words = ErrorFormat::from_raw_args(&raw).words();
+    let cli = match Cli::try_parse_from(&raw) {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                let _ = e.print();
-                return exit::OK;
+            match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    let _ = e.print();
+                    return exit::OK;
+                }
+                // `rss` alone (or `rss cache`): the help, for the person who typed it.
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    let _ = e.print();
+                    return exit::USAGE;
+                }
+                _ if words => {
+                    let _ = e.print();
+                    return exit::USAGE;
+                }
+                _ => {}
             }
             let rendered = e.render().to_string();
             let message = rendered.trim().trim_start_matches("error: ");
@@ -43,6 +57,7 @@ fn run_main() -> u8 {
             return report(&Error::usage(message));
         }
     };
+    let _ = ERRORS_AS_WORDS.set(cli.global.error_format.words());
     logging::init(cli.global.quiet, cli.global.verbose);
     let config = match Config::from_env(overrides(&cli.global)) {
         Ok(c) => c,
@@ -83,11 +98,19 @@ fn run_main() -> u8 {
     }
 }
 
-/// Prints an error object on stderr and returns its exit code.
+/// Whether errors on stderr are written as words (`--error-format`, or a terminal).
+static ERRORS_AS_WORDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Prints an error on stderr (the JSON object, or words for a person) and returns its
+/// exit code.
 fn report(e: &Error) -> u8 {
     let obj = e.to_object(None);
     let mut err = std::io::stderr().lock();
-    let _ = output::write_json(&mut err, &obj, false);
+    if *ERRORS_AS_WORDS.get().unwrap_or(&false) {
+        let _ = writeln!(err, "error: {}", output::advice(&obj));
+    } else {
+        let _ = output::write_json(&mut err, &obj, false);
+    }
     match e {
         Error::Interrupted { signal: "SIGTERM" } => return exit::TERMINATED,
         Error::Interrupted { .. } => return exit::INTERRUPTED,

@@ -330,3 +330,60 @@ fn the_readme_demo_command_works_offline() {
         "{head:#?}"
     );
 }
+
+#[test]
+fn rss_alone_prints_the_help_and_exits_2() {
+    let out = rss_cmd().output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Usage: rss"), "{err}");
+    assert!(err.contains("fetch"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn usage_errors_are_json_for_scripts_and_words_when_asked() {
+    let out = rss_cmd().args(["fetch", "--bogus"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json(&out.stderr)["code"], "USAGE_ERROR");
+    let out = rss_cmd()
+        .args(["fetch", "--bogus", "--error-format", "text"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: unexpected argument '--bogus'"),
+        "{err}"
+    );
+    assert!(err.contains("Usage: rss fetch"), "{err}");
+    let out = rss_cmd()
+        .args(["--error-format=text", "fetch", "--max-age", "soon", "x.xml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: --max-age"), "{err}");
+}
+
+#[test]
+fn every_subcommand_help_ends_with_examples() {
+    for sub in [
+        "fetch",
+        "discover",
+        "show",
+        "schema",
+        "cache",
+        "hosts",
+        "mcp",
+        "completions",
+        "man",
+    ] {
+        let out = rss_cmd().args([sub, "--help"]).output().unwrap();
+        assert!(out.status.success(), "{sub}");
+        let help = String::from_utf8_lossy(&out.stdout);
+        let examples = help.rsplit("Examples:").next().unwrap();
+        assert!(help.contains("Examples:"), "{sub}: {help}");
+        assert!(examples.matches("\n  ").count() >= 2, "{sub}: {examples}");
+    }
+}

@@ -6,6 +6,10 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
+mod text;
+
+pub use text::{advice, write_text};
+
 use crate::error::Error;
 use crate::model::{
     CacheListOutput, DiscoverOutput, FeedStatus, FetchOutput, HostsOutput, NdjsonItem,
@@ -85,93 +89,6 @@ fn write_ndjson(out: &mut dyn Write, result: &FetchOutput, records: bool) -> io:
         };
         write_json(out, &NdjsonRecord::Summary(summary), false)?;
     }
-    Ok(())
-}
-
-struct Paint(bool);
-
-impl Paint {
-    fn wrap(&self, code: &str, s: &str) -> String {
-        if self.0 {
-            format!("\x1b[{code}m{s}\x1b[0m")
-        } else {
-            s.to_owned()
-        }
-    }
-    fn bold(&self, s: &str) -> String {
-        self.wrap("1", s)
-    }
-    fn dim(&self, s: &str) -> String {
-        self.wrap("2", s)
-    }
-    fn red(&self, s: &str) -> String {
-        self.wrap("31", s)
-    }
-    fn yellow(&self, s: &str) -> String {
-        self.wrap("33", s)
-    }
-}
-
-fn write_text(out: &mut dyn Write, result: &FetchOutput, color: bool) -> io::Result<()> {
-    let p = Paint(color);
-    for feed in &result.feeds {
-        let title = feed.meta.title.as_deref().unwrap_or(&feed.feed_url);
-        let status = match feed.status {
-            FeedStatus::Ok => "ok",
-            FeedStatus::NotModified => "not modified",
-            FeedStatus::Stale => "stale",
-            FeedStatus::Error => "error",
-        };
-        let cache = if feed.from_cache { ", from cache" } else { "" };
-        writeln!(
-            out,
-            "{}  {}",
-            p.bold(title),
-            p.dim(&format!("({status}, {} items{cache})", feed.item_count))
-        )?;
-        if feed.meta.title.is_some() {
-            writeln!(out, "{}", p.dim(&feed.feed_url))?;
-        }
-        if let Some(e) = &feed.error {
-            writeln!(out, "  {} {}", p.red(&e.code), e.message)?;
-        }
-        for item in &feed.items {
-            let when = item
-                .published
-                .as_deref()
-                .or(item.updated.as_deref())
-                .map(|d| d.get(..10).unwrap_or(d).to_owned())
-                .unwrap_or_else(|| "----------".to_owned());
-            writeln!(
-                out,
-                "  {}  {}",
-                p.dim(&when),
-                item.title.as_deref().unwrap_or("(untitled)")
-            )?;
-            if let Some(u) = &item.url {
-                writeln!(out, "              {}", p.dim(u))?;
-            }
-        }
-        writeln!(out)?;
-    }
-    for w in &result.warnings {
-        let whom = w.feed_url.as_deref().unwrap_or("run");
-        writeln!(
-            out,
-            "{} {whom}: {}",
-            p.yellow(&format!("warning {}", w.code)),
-            w.message
-        )?;
-    }
-    let failed = result.errors.len();
-    writeln!(
-        out,
-        "{} feeds, {} items, {} failed, fetched {}",
-        result.feeds.len(),
-        result.total_items,
-        failed,
-        result.fetched_at
-    )?;
     Ok(())
 }
 
