@@ -31,6 +31,8 @@ pub const ENV_MAX_GATE_WAIT: &str = "RSS_MAX_GATE_WAIT_SECS";
 pub const ENV_CACHE_DIR: &str = "RSS_CACHE_DIR";
 /// Environment variable: `off` keeps host state inside the process.
 pub const ENV_HOST_STATE: &str = "RSS_HOST_STATE";
+/// Environment variable: the cap on the cache's bytes on disk (0: no cap).
+pub const ENV_CACHE_MAX_BYTES: &str = "RSS_CACHE_MAX_BYTES";
 /// Environment variable: the Redis URL of the fleet's host-state store.
 pub const ENV_GATE_STORE: &str = "RSS_GATE_STORE";
 /// Environment variable: `1` refuses requests to non-public addresses.
@@ -101,6 +103,8 @@ pub struct Overrides {
     pub no_host_state: bool,
     /// `--gate-store URL`.
     pub gate_store: Option<String>,
+    /// `--cache-max-bytes`.
+    pub cache_max_bytes: Option<u64>,
     /// `--deny-private-networks`.
     pub deny_private_networks: bool,
 }
@@ -124,6 +128,8 @@ pub struct Config {
     pub cache_dir: Option<PathBuf>,
     /// Where learned host state is kept.
     pub host_state: HostStateSetting,
+    /// The cap on the cache's bytes on disk (0: no cap).
+    pub cache_max_bytes: u64,
     /// Which local files may be read.
     pub file_access: crate::local::FileAccess,
     /// Refuse requests to loopback, private, link-local and other non-public addresses.
@@ -141,6 +147,7 @@ impl Default for Config {
             concurrency: DEFAULT_CONCURRENCY,
             cache_dir: default_cache_dir(),
             host_state: HostStateSetting::default(),
+            cache_max_bytes: crate::cache::DEFAULT_MAX_BYTES,
             file_access: crate::local::FileAccess::default(),
             deny_private_networks: false,
         }
@@ -244,6 +251,13 @@ impl Config {
                 ));
             }
             config.user_agent = ua;
+        }
+        let cache_max = match overrides.cache_max_bytes {
+            Some(n) => Some(n),
+            None => env_number(&env, ENV_CACHE_MAX_BYTES)?,
+        };
+        if let Some(n) = cache_max {
+            config.cache_max_bytes = n;
         }
         if let Some(n) = overrides.concurrency {
             in_range(n as u64, limits::CONCURRENCY, "--concurrency")?;

@@ -321,6 +321,11 @@ pub struct CacheListOutput {
     pub cache_dir: String,
     /// One entry per cached feed.
     pub entries: Vec<CacheEntryInfo>,
+    /// Bytes of everything under the cache directory (entries, bodies awaiting their
+    /// sweep, host state).
+    pub total_bytes: u64,
+    /// The cap on `total_bytes` (`--cache-max-bytes`; `null`: no cap).
+    pub max_bytes: Option<u64>,
     /// Entries that could not be read.
     pub warnings: Vec<Warning>,
 }
@@ -334,6 +339,9 @@ pub struct CacheEntryInfo {
     pub fetched_at: String,
     /// Body size in bytes.
     pub bytes: u64,
+    /// Bytes this entry takes on disk: metadata, body, and superseded bodies awaiting
+    /// their sweep.
+    pub disk_bytes: u64,
     /// The origin's ETag.
     pub etag: Option<String>,
     /// The origin's Last-Modified.

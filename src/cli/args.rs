@@ -51,6 +51,10 @@ pub(super) struct GlobalArgs {
     /// Time limit for connecting and for reading a response, seconds.
     #[arg(long, global = true, value_name = "SECS")]
     pub(super) timeout: Option<f64>,
+    /// Cap on the cache's bytes on disk; least recently fetched entries are evicted past it
+    /// (default 1 GiB; 0: no cap; env RSS_CACHE_MAX_BYTES).
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub(super) cache_max_bytes: Option<u64>,
     /// Largest response body accepted, in bytes after decoding (default 20 MiB).
     #[arg(long, global = true, value_name = "BYTES")]
     pub(super) max_body_bytes: Option<u64>,

@@ -134,6 +134,7 @@ fn overrides(g: &GlobalArgs) -> Overrides {
         cache_dir: g.cache_dir.clone(),
         no_host_state: g.no_host_state,
         gate_store: g.gate_store.clone(),
+        cache_max_bytes: g.cache_max_bytes,
         deny_private_networks: g.deny_private_networks,
     }
 }

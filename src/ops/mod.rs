@@ -53,7 +53,7 @@ impl Context {
         let client = Client::new(&config, crate::hosts::open(&config))?;
         let (cache, cache_warning) = match &config.cache_dir {
             Some(dir) => match Cache::open(dir) {
-                Ok(c) => (Some(c), None),
+                Ok(c) => (Some(c.with_max_bytes(config.cache_max_bytes)), None),
                 Err(e) => (None, Some(format!("running without a cache: {e}"))),
             },
             None => (
@@ -132,13 +132,16 @@ pub struct FetchOptions {
 pub async fn cache_list(ctx: &Context) -> Result<CacheListOutput> {
     let cache = require_cache(ctx)?.clone();
     let dir = cache.dir().display().to_string();
-    let (entries, warnings) = tokio::task::spawn_blocking(move || cache.list())
+    let max_bytes = cache.max_bytes();
+    let (entries, warnings, total_bytes) = tokio::task::spawn_blocking(move || cache.list())
         .await
         .map_err(|e| Error::internal(format!("cache listing panicked: {e}")))?;
     Ok(CacheListOutput {
         schema_version: SCHEMA_VERSION.to_owned(),
         cache_dir: dir,
         entries: entries.into_iter().map(|(_, info)| info).collect(),
+        total_bytes,
+        max_bytes,
         warnings: warnings
             .into_iter()
             .map(|m| Warning {

@@ -433,3 +433,141 @@ async fn concurrent_writers_never_leave_a_torn_entry_for_a_reader() {
     }
     assert!(reads > 5, "only {reads} reads overlapped the writers");
 }
+
+/// A feed of about `size` bytes.
+fn sized_feed(size: usize) -> String {
+    let pad = "x".repeat(size.saturating_sub(120));
+    format!(
+        "<rss><channel><title>T</title><item><title>i</title><link>https://x.example/i</link><description>{pad}</description></item></channel></rss>"
+    )
+}
+
+/// Bytes of every file under `dir`, as the file system counts them.
+fn walk_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            if e.file_type().unwrap().is_dir() {
+                walk_bytes(&e.path())
+            } else {
+                e.metadata().unwrap().len()
+            }
+        })
+        .sum()
+}
+
+fn cache_list(cache: &std::path::Path) -> serde_json::Value {
+    let out = rss_std(cache).args(["cache", "list"]).output().unwrap();
+    assert!(out.status.success());
+    json(&out.stdout)
+}
+
+#[test]
+fn the_cap_evicts_the_least_recently_fetched_entry_and_never_the_one_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = rss::cache::Cache::open(dir.path())
+        .unwrap()
+        .with_max_bytes(25_000);
+    let body = sized_feed(10_000);
+    for name in ["a", "b", "c"] {
+        let url = format!("https://x.example/{name}.xml");
+        let req = rss::cache::StoreRequest {
+            feed_url: &url,
+            final_url: &url,
+            etag: None,
+            last_modified: None,
+            content_type: None,
+        };
+        cache.store(&req, &body.as_bytes().into()).unwrap();
+    }
+    let (entries, _, total) = cache.list();
+    let urls: Vec<&str> = entries.iter().map(|e| e.0.feed_url.as_str()).collect();
+    assert_eq!(urls, ["https://x.example/b.xml", "https://x.example/c.xml"]);
+    assert!(total <= 25_000, "{total}");
+    // One entry larger than the cap stays: the entry being written is never evicted.
+    let big = sized_feed(40_000);
+    let url = "https://x.example/big.xml";
+    let req = rss::cache::StoreRequest {
+        feed_url: url,
+        final_url: url,
+        etag: None,
+        last_modified: None,
+        content_type: None,
+    };
+    cache.store(&req, &big.as_bytes().into()).unwrap();
+    let (entries, _, _) = cache.list();
+    let urls: Vec<&str> = entries.iter().map(|e| e.0.feed_url.as_str()).collect();
+    assert_eq!(urls, [url]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cap_holds_under_concurrent_writers_and_the_listed_total_is_the_directory() {
+    let body = sized_feed(20_000);
+    let srv = TestServer::start(move |_| Reply::xml(body.clone())).await;
+    let cache = tempfile::tempdir().unwrap();
+    let runs: Vec<_> = (0..4)
+        .map(|p| {
+            let mut cmd = tokio::process::Command::from(rss_std(cache.path()));
+            cmd.args(["fetch", "--cache-max-bytes", "150000", "--content", "none"])
+                .args((0..10).map(|i| srv.url(&format!("/p{p}-{i}.xml"))))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            tokio::spawn(async move {
+                tokio::time::timeout(Duration::from_secs(120), cmd.status())
+                    .await
+                    .unwrap()
+                    .unwrap()
+            })
+        })
+        .collect();
+    for r in runs {
+        assert!(r.await.unwrap().success());
+    }
+    let on_disk = walk_bytes(cache.path());
+    assert!(on_disk <= 150_000, "{on_disk} bytes on disk");
+    let list = cache_list(cache.path());
+    assert_eq!(
+        list["total_bytes"].as_u64().unwrap(),
+        walk_bytes(cache.path())
+    );
+    let entries = list["entries"].as_array().unwrap();
+    assert!(
+        entries.len() >= 5 && entries.len() < 40,
+        "{}",
+        entries.len()
+    );
+    let sum: u64 = entries
+        .iter()
+        .map(|e| e["disk_bytes"].as_u64().unwrap())
+        .sum();
+    assert!(sum <= list["total_bytes"].as_u64().unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn superseded_bodies_are_counted_on_disk() {
+    let n = Arc::new(AtomicUsize::new(0));
+    let c = n.clone();
+    let srv = TestServer::start(move |_| {
+        let i = c.fetch_add(1, Ordering::SeqCst);
+        Reply::xml(sized_feed(5_000 + i))
+    })
+    .await;
+    let cache = tempfile::tempdir().unwrap();
+    for _ in 0..3 {
+        let out = rss_std(cache.path())
+            .args(["fetch", "--refresh", &srv.url("/f.xml")])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+    let list = cache_list(cache.path());
+    let entry = &list["entries"][0];
+    // Three bodies (two awaiting their sweep) and the metadata.
+    assert!(entry["disk_bytes"].as_u64().unwrap() > 15_000, "{entry}");
+    assert!(entry["bytes"].as_u64().unwrap() < 5_100, "{entry}");
+    assert_eq!(
+        list["total_bytes"].as_u64().unwrap(),
+        walk_bytes(cache.path())
+    );
+}

@@ -16,6 +16,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+mod size;
+
+pub use size::DEFAULT_MAX_BYTES;
+
 use crate::error::{Error, Result};
 use crate::feed::date;
 use crate::model::CacheEntryInfo;
@@ -105,6 +109,8 @@ pub struct StoreRequest<'a> {
 #[derive(Debug, Clone)]
 pub struct Cache {
     dir: PathBuf,
+    /// The cap on bytes on disk (`None` or 0: no cap).
+    max_bytes: Option<u64>,
 }
 
 fn key(feed_url: &str) -> String {
@@ -124,7 +130,19 @@ impl Cache {
         drop(probe);
         Ok(Cache {
             dir: dir.to_path_buf(),
+            max_bytes: Some(DEFAULT_MAX_BYTES),
         })
+    }
+
+    /// This cache with a cap of `max` bytes on disk (0: no cap).
+    pub fn with_max_bytes(mut self, max: u64) -> Cache {
+        self.max_bytes = (max > 0).then_some(max);
+        self
+    }
+
+    /// The cap on bytes on disk, if any.
+    pub fn max_bytes(&self) -> Option<u64> {
+        self.max_bytes
     }
 
     /// The cache directory.
@@ -236,6 +254,7 @@ impl Cache {
                 }
             }
         }
+        self.enforce_cap(&k);
         Ok(meta)
     }
 
@@ -264,37 +283,39 @@ impl Cache {
         write_atomic(&self.meta_path(&meta.feed_url), &Payload::from(json))
     }
 
-    /// Every entry's metadata (unreadable ones as warnings), sorted by feed URL.
-    pub fn list(&self) -> (Vec<(Meta, CacheEntryInfo)>, Vec<String>) {
+    /// Every entry's metadata with its bytes on disk (metadata, current body and bodies
+    /// awaiting their sweep), unreadable ones as warnings, sorted by feed URL; and the bytes
+    /// of the whole cache directory (host state included).
+    pub fn list(&self) -> (Vec<(Meta, CacheEntryInfo)>, Vec<String>, u64) {
         let mut out = Vec::new();
         let mut warnings = Vec::new();
-        let Ok(dir) = fs::read_dir(self.feeds()) else {
-            return (out, warnings);
-        };
-        for entry in dir.flatten() {
-            let path = entry.path();
-            if path.extension().is_none_or(|e| e != "json") {
-                continue;
-            }
-            match fs::read(&path)
-                .ok()
-                .and_then(|raw| serde_json::from_slice::<Meta>(&raw).ok())
-            {
+        for (_, entry) in self.on_disk() {
+            let disk_bytes = entry.bytes();
+            match entry.meta {
                 Some(meta) => {
                     let info = CacheEntryInfo {
                         feed_url: meta.feed_url.clone(),
                         fetched_at: meta.fetched_at.clone(),
                         bytes: meta.body_len,
+                        disk_bytes,
                         etag: meta.etag.clone(),
                         last_modified: meta.last_modified.clone(),
                     };
                     out.push((meta, info));
                 }
-                None => warnings.push(format!("unreadable cache metadata {}", path.display())),
+                None => {
+                    if let Some((path, _, _)) = entry
+                        .files
+                        .iter()
+                        .find(|f| f.0.extension().is_some_and(|e| e == "json"))
+                    {
+                        warnings.push(format!("unreadable cache metadata {}", path.display()));
+                    }
+                }
             }
         }
         out.sort_by(|a, b| a.0.feed_url.cmp(&b.0.feed_url));
-        (out, warnings)
+        (out, warnings, size::dir_bytes(&self.dir))
     }
 
     /// Removes entries (all, or those older than `older_than`); returns how many.
