@@ -191,15 +191,108 @@ pub struct ErrorObject {
     pub details: serde_json::Map<String, serde_json::Value>,
 }
 
+/// A warning's stable code: the one list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum WarningCode {
+    /// The feed needed repairs to be read (undeclared prefixes, bad entities, missing end tags, a body cut short).
+    FeedRepaired,
+    /// An element of the feed was skipped (an item with nothing in it, an unreadable JSON Feed item).
+    ElementSkipped,
+    /// The feed has more items than are read from one feed.
+    ItemsCapped,
+    /// No returned item has a date: order is the feed's own and `since` cannot filter.
+    UndatedItems,
+    /// An item's HTML body was given as stripped text instead.
+    ContentExtractionFallback,
+    /// The run had no cache (no directory, or it cannot be written).
+    CacheUnavailable,
+    /// A cache entry did not check out and was treated as a miss.
+    CacheEntryCorrupt,
+    /// A fresh body could not be written to the cache.
+    CacheWriteFailed,
+    /// The origin failed and the cached copy was served (`stale-if-error`).
+    ServedStale,
+    /// Discovery found no advertised feed and lists links whose address names one.
+    FeedsGuessedFromLinks,
+    /// Discovery found no feed on the page.
+    NoFeedsFound,
+    /// The shared host-state store could not be used; pacing went on without it.
+    GateStoreUnavailable,
+    /// A host's stored state was unreadable and was ignored.
+    HostStateCorrupt,
+}
+
+impl WarningCode {
+    /// Every code, in the order the README lists them.
+    pub const ALL: [WarningCode; 13] = [
+        WarningCode::FeedRepaired,
+        WarningCode::ElementSkipped,
+        WarningCode::ItemsCapped,
+        WarningCode::UndatedItems,
+        WarningCode::ContentExtractionFallback,
+        WarningCode::CacheUnavailable,
+        WarningCode::CacheEntryCorrupt,
+        WarningCode::CacheWriteFailed,
+        WarningCode::ServedStale,
+        WarningCode::FeedsGuessedFromLinks,
+        WarningCode::NoFeedsFound,
+        WarningCode::GateStoreUnavailable,
+        WarningCode::HostStateCorrupt,
+    ];
+
+    /// The code as it appears in the output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WarningCode::FeedRepaired => "FEED_REPAIRED",
+            WarningCode::ElementSkipped => "ELEMENT_SKIPPED",
+            WarningCode::ItemsCapped => "ITEMS_CAPPED",
+            WarningCode::UndatedItems => "UNDATED_ITEMS",
+            WarningCode::ContentExtractionFallback => "CONTENT_EXTRACTION_FALLBACK",
+            WarningCode::CacheUnavailable => "CACHE_UNAVAILABLE",
+            WarningCode::CacheEntryCorrupt => "CACHE_ENTRY_CORRUPT",
+            WarningCode::CacheWriteFailed => "CACHE_WRITE_FAILED",
+            WarningCode::ServedStale => "SERVED_STALE",
+            WarningCode::FeedsGuessedFromLinks => "FEEDS_GUESSED_FROM_LINKS",
+            WarningCode::NoFeedsFound => "NO_FEEDS_FOUND",
+            WarningCode::GateStoreUnavailable => "GATE_STORE_UNAVAILABLE",
+            WarningCode::HostStateCorrupt => "HOST_STATE_CORRUPT",
+        }
+    }
+}
+
+impl std::fmt::Display for WarningCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for WarningCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// A non-fatal finding.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Warning {
     /// The feed it concerns, or `null` for the run.
     pub feed_url: Option<String>,
     /// Stable warning code.
-    pub code: String,
+    pub code: WarningCode,
     /// Human-readable explanation.
     pub message: String,
+}
+
+impl Warning {
+    /// A warning about `feed_url` (`None`: the run).
+    pub fn new(feed_url: Option<String>, code: WarningCode, message: impl Into<String>) -> Warning {
+        Warning {
+            feed_url,
+            code,
+            message: message.into(),
+        }
+    }
 }
 
 /// What selection and truncation left out of the output.
@@ -302,7 +395,8 @@ pub struct ShowOutput {
     pub schema_version: String,
     /// The feed as requested.
     pub feed_url: String,
-    /// Whether the item came from the local cache (no network).
+    /// Whether the item came from the local cache (read without a request, or confirmed
+    /// by a `304`).
     pub from_cache: bool,
     /// When the feed body it came from was fetched (UTC RFC 3339).
     pub fetched_at: Option<String>,

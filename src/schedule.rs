@@ -18,14 +18,16 @@ use crate::gate::HostKey;
 /// Workers for the jobs that need no host (local files, invalid inputs).
 const LOCAL_WORKERS: usize = 8;
 
-/// One host's pending jobs: the host, how many there were, the queue.
-type HostQueue<T> = (Option<HostKey>, usize, Mutex<VecDeque<Job<T>>>);
+/// One host's pending jobs (each with its place in the batch): the host, how many there
+/// were, the queue.
+type HostQueue<T> = (Option<HostKey>, usize, Mutex<VecDeque<Numbered<T>>>);
 
-/// A job's place in the batch and the host it needs (`None`: no network).
+/// A job with its place in the batch.
+type Numbered<T> = (usize, Job<T>);
+
+/// A job and the host it needs (`None`: no network).
 #[derive(Debug, Clone)]
 pub struct Job<T> {
-    /// Position in the batch (and in the output).
-    pub index: usize,
     /// The host the job sends to, if any.
     pub host: Option<HostKey>,
     /// What to run.
@@ -45,17 +47,17 @@ where
     Fut: Future<Output = R>,
 {
     let total = jobs.len();
-    let mut queues: Vec<(Option<HostKey>, VecDeque<Job<T>>)> = Vec::new();
+    let mut queues: Vec<(Option<HostKey>, VecDeque<Numbered<T>>)> = Vec::new();
     let mut by_host: HashMap<Option<HostKey>, usize> = HashMap::new();
-    for job in jobs {
+    for (index, job) in jobs.into_iter().enumerate() {
         let slot = *by_host.entry(job.host.clone()).or_insert_with(|| {
             queues.push((job.host.clone(), VecDeque::new()));
             queues.len() - 1
         });
-        queues[slot].1.push_back(job);
+        queues[slot].1.push_back((index, job));
     }
-    let results: Mutex<(Vec<Option<R>>, usize)> =
-        Mutex::new(((0..total).map(|_| None).collect(), 0));
+    // Results as they finish, with their place in the batch; put in order at the end.
+    let results: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(total));
     let queues: Vec<HostQueue<T>> = queues
         .into_iter()
         .map(|(h, q)| (h, q.len(), Mutex::new(q)))
@@ -73,13 +75,12 @@ where
                 loop {
                     // The lock is never held across an await.
                     let next = lock(queue).pop_front();
-                    let Some(job) = next else { break };
+                    let Some((index, job)) = next else { break };
                     let result = run(job.payload).await;
                     let done = {
                         let mut r = lock(&results);
-                        r.0[job.index] = Some(result);
-                        r.1 += 1;
-                        r.1
+                        r.push((index, result));
+                        r.len()
                     };
                     on_done(done, total);
                 }
@@ -87,13 +88,9 @@ where
         }
     }
     join_all(workers).await;
-    results
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .0
-        .into_iter()
-        .map(|r| r.expect("every job runs exactly once"))
-        .collect()
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_unstable_by_key(|r| r.0);
+    results.into_iter().map(|r| r.1).collect()
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -115,14 +112,12 @@ mod tests {
         let mut jobs = Vec::new();
         for i in 0..4 {
             jobs.push(Job {
-                index: i,
                 host: host("http://slow.test/"),
                 payload: (i, 10u64),
             });
         }
         for i in 4..8 {
             jobs.push(Job {
-                index: i,
                 host: host(&format!("http://fast{}.test/", i)),
                 payload: (i, 1u64),
             });

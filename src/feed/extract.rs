@@ -1,5 +1,6 @@
 //! RSS (0.9x, 1.0/RDF, 2.0) and Atom (0.3, 1.0) element trees mapped to [`RawFeed`].
 
+use crate::model::WarningCode;
 use url::Url;
 
 use super::constructs::{
@@ -8,10 +9,7 @@ use super::constructs::{
 };
 use super::text::{collapse_ws, non_empty};
 use super::xml::{self, Element, Ns};
-use super::{
-    Body, MAX_ITEMS, RawFeed, RawItem, WARN_ELEMENT_SKIPPED, WARN_ITEMS_CAPPED, WARN_REPAIRED,
-    items_capped_message,
-};
+use super::{Body, MAX_ITEMS, RawFeed, RawItem, items_capped_message};
 use crate::error::{Error, Result};
 use crate::urls::resolve;
 
@@ -96,7 +94,7 @@ pub(super) fn parse_xml(
     }
     if empty_items > 0 {
         feed.warnings.push((
-            WARN_ELEMENT_SKIPPED,
+            WarningCode::ElementSkipped,
             format!("{empty_items} item(s) with no title, link, guid, body, date or enclosure were left out"),
         ));
     }
@@ -105,14 +103,14 @@ pub(super) fn parse_xml(
         if doc.truncated {
             msg.push_str("; reading stopped early, later items may be missing");
         }
-        feed.warnings.push((WARN_REPAIRED, msg));
+        feed.warnings.push((WarningCode::FeedRepaired, msg));
     }
     for s in skipped.into_iter().take(5) {
-        feed.warnings.push((WARN_ELEMENT_SKIPPED, s));
+        feed.warnings.push((WarningCode::ElementSkipped, s));
     }
     if beyond_cap > 0 {
         feed.warnings
-            .push((WARN_ITEMS_CAPPED, items_capped_message(beyond_cap)));
+            .push((WarningCode::ItemsCapped, items_capped_message(beyond_cap)));
     }
     Ok(feed)
 }
@@ -454,6 +452,6 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
             .and_then(non_empty);
     }
     for s in skipped.into_iter().take(3) {
-        feed.warnings.push((WARN_ELEMENT_SKIPPED, s));
+        feed.warnings.push((WarningCode::ElementSkipped, s));
     }
 }

@@ -1,13 +1,11 @@
 //! JSON Feed 1.0 and 1.1, read field by field so one odd value never fails the feed.
 
+use crate::model::WarningCode;
 use serde_json::{Map, Value};
 use url::Url;
 
 use super::text::{collapse_ws, non_empty};
-use super::{
-    Body, MAX_ITEMS, RawFeed, RawItem, WARN_ELEMENT_SKIPPED, WARN_ITEMS_CAPPED, date,
-    items_capped_message,
-};
+use super::{Body, MAX_ITEMS, RawFeed, RawItem, date, items_capped_message};
 use crate::error::{Error, Result};
 use crate::model::Enclosure;
 
@@ -92,17 +90,17 @@ pub(super) fn parse(text: &str, base: Option<&Url>) -> Result<RawFeed> {
         }
     } else if items_value.is_some() {
         feed.warnings.push((
-            WARN_ELEMENT_SKIPPED,
+            WarningCode::ElementSkipped,
             "\"items\" is not an array and was ignored".into(),
         ));
     }
     if beyond_cap > 0 {
         feed.warnings
-            .push((WARN_ITEMS_CAPPED, items_capped_message(beyond_cap)));
+            .push((WarningCode::ItemsCapped, items_capped_message(beyond_cap)));
     }
     if odd > 0 {
         feed.warnings.push((
-            WARN_ELEMENT_SKIPPED,
+            WarningCode::ElementSkipped,
             format!("{odd} entries of \"items\" are not objects and were skipped"),
         ));
     }

@@ -6,7 +6,7 @@
 mod constructs;
 mod content;
 pub(crate) mod date;
-mod decode;
+pub(crate) mod decode;
 mod extract;
 mod ids;
 mod json;
@@ -16,6 +16,7 @@ mod select;
 pub(crate) mod text;
 mod xml;
 
+use crate::model::WarningCode;
 use chrono::{DateTime, Utc};
 use url::Url;
 
@@ -99,7 +100,7 @@ pub(crate) struct RawFeed {
     pub categories: Vec<String>,
     pub items: Vec<RawItem>,
     /// Non-fatal findings: (code, message).
-    pub warnings: Vec<(&'static str, String)>,
+    pub warnings: Vec<(WarningCode, String)>,
 }
 
 impl RawFeed {
@@ -116,12 +117,6 @@ impl RawFeed {
     }
 }
 
-/// Warning code: the feed needed repairs to be read.
-pub const WARN_REPAIRED: &str = "FEED_REPAIRED";
-/// Warning code: one element was skipped.
-pub const WARN_ELEMENT_SKIPPED: &str = "ELEMENT_SKIPPED";
-/// Warning code: the feed has more items than are read from one feed.
-pub const WARN_ITEMS_CAPPED: &str = "ITEMS_CAPPED";
 /// Items read from one feed at most: far beyond any real feed, and a bound on what a
 /// hostile body of empty items can cost in memory.
 pub const MAX_ITEMS: usize = 50_000;
@@ -129,11 +124,6 @@ pub const MAX_ITEMS: usize = 50_000;
 fn items_capped_message(beyond: usize) -> String {
     format!("the feed has {beyond} items beyond the first {MAX_ITEMS}; they were not read")
 }
-
-/// Warning code: every returned item lacks a date.
-pub const WARN_UNDATED: &str = "UNDATED_ITEMS";
-/// Warning code: HTML was rendered as stripped text instead.
-pub const WARN_CONTENT_FALLBACK: &str = "CONTENT_EXTRACTION_FALLBACK";
 
 fn discover_hint(doc_url: Option<&Url>) -> String {
     let url = doc_url.map_or("URL".to_owned(), |u| u.to_string());
@@ -185,11 +175,6 @@ pub(crate) fn parse_into(
     }
     // Decoded and parsed as a stream: the body is freed as it is read.
     extract::parse_xml(decode::reader(body, content_type), base, sink)
-}
-
-/// Decodes a body to text with the charset rules feeds use (BOM, header, declaration).
-pub(crate) fn decode_text(body: Payload, content_type: Option<&str>) -> String {
-    decode::to_utf8(body, content_type)
 }
 
 fn looks_like_html(head: &str) -> bool {
@@ -246,7 +231,7 @@ mod tests {
         assert!(
             feed.warnings
                 .iter()
-                .any(|(c, m)| *c == WARN_ITEMS_CAPPED && m.contains("10 items"))
+                .any(|(c, m)| *c == WarningCode::ItemsCapped && m.contains("10 items"))
         );
     }
 

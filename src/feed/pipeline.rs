@@ -1,13 +1,13 @@
 //! One feed's body to its contract items: parse, identify, select, render.
 
+use crate::model::WarningCode;
 use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 use url::Url;
 
 use super::{
-    RawFeed, RawItem, RenderOptions, Selection, WARN_CONTENT_FALLBACK, WARN_UNDATED, content, date,
-    ids, parse, parse_into, select,
+    RawFeed, RawItem, RenderOptions, Selection, content, date, ids, parse, parse_into, select,
 };
 use crate::error::Result;
 use crate::model::{FeedMeta, IdSource, Item, Truncation};
@@ -19,7 +19,7 @@ pub struct Built {
     /// The items, newest first.
     pub items: Vec<Item>,
     /// Non-fatal findings: (code, message).
-    pub warnings: Vec<(&'static str, String)>,
+    pub warnings: Vec<(WarningCode, String)>,
     /// Items left out by `--limit`.
     pub omitted_by_limit: usize,
     /// Items left out by `--since`.
@@ -196,7 +196,7 @@ fn finish(
     }
     if fallbacks > 0 {
         built.warnings.push((
-            WARN_CONTENT_FALLBACK,
+            WarningCode::ContentExtractionFallback,
             format!(
                 "{fallbacks} item bodies could not be converted and are given as stripped text"
             ),
@@ -209,7 +209,7 @@ fn finish(
             .all(|i| i.published.is_none() && i.updated.is_none())
     {
         built.warnings.push((
-            WARN_UNDATED,
+            WarningCode::UndatedItems,
             "no returned item has a date; order is the feed's own and --since cannot filter them"
                 .into(),
         ));

@@ -13,6 +13,7 @@ pub(crate) mod file;
 mod redis;
 mod stored;
 
+use crate::model::WarningCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -118,16 +119,10 @@ pub(crate) trait HostStore: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct StoreWarning {
     /// `GATE_STORE_UNAVAILABLE` or `HOST_STATE_CORRUPT`.
-    pub code: &'static str,
+    pub code: WarningCode,
     /// What happened and what `rss` did instead.
     pub message: String,
 }
-
-/// Warning code: the shared host-state store could not be used; pacing went on with this
-/// process's own gate.
-pub const WARN_GATE_STORE_UNAVAILABLE: &str = "GATE_STORE_UNAVAILABLE";
-/// Warning code: a host's stored state was unreadable and was ignored.
-pub const WARN_HOST_STATE_CORRUPT: &str = "HOST_STATE_CORRUPT";
 
 /// The link to shared host state that `config` asks for: the file store under the cache
 /// directory unless host state is off. A store that cannot be opened (a read-only cache
@@ -190,7 +185,7 @@ impl SharedHosts {
     pub(crate) fn unavailable(why: String) -> SharedHosts {
         SharedHosts {
             standing: Some(StoreWarning {
-                code: WARN_GATE_STORE_UNAVAILABLE,
+                code: WarningCode::GateStoreUnavailable,
                 message: why,
             }),
             ..SharedHosts::default()
@@ -208,7 +203,7 @@ impl SharedHosts {
         let mut out: Vec<StoreWarning> = self.standing.iter().cloned().collect();
         if let Some(why) = self.store.as_ref().and_then(|s| s.take_degraded()) {
             out.push(StoreWarning {
-                code: WARN_GATE_STORE_UNAVAILABLE,
+                code: WarningCode::GateStoreUnavailable,
                 message: why,
             });
         }
@@ -224,11 +219,11 @@ impl SharedHosts {
     fn warn(&self, e: &StoreError) {
         let w = match e {
             StoreError::Corrupt { .. } => StoreWarning {
-                code: WARN_HOST_STATE_CORRUPT,
+                code: WarningCode::HostStateCorrupt,
                 message: format!("{e}; it was ignored"),
             },
             _ => StoreWarning {
-                code: WARN_GATE_STORE_UNAVAILABLE,
+                code: WarningCode::GateStoreUnavailable,
                 message: format!("{e}; pacing with this process's own gate"),
             },
         };

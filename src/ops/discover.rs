@@ -4,12 +4,8 @@ use super::{Context, compute};
 use crate::error::{Error, Result};
 use crate::http::{ACCEPT_PAGES, GetRequest};
 use crate::inputs::{Source, classify};
+use crate::model::WarningCode;
 use crate::model::{DiscoverOutput, DiscoveredFeed, SCHEMA_VERSION, Warning};
-
-/// Warning code: the feeds were guessed from the page's plain links.
-pub const WARN_GUESSED: &str = "FEEDS_GUESSED_FROM_LINKS";
-/// Warning code: the page advertises no feed.
-pub const WARN_NO_FEEDS: &str = "NO_FEEDS_FOUND";
 
 /// Finds the feeds `site_url` advertises. Goes through the gate like every send.
 pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
@@ -52,26 +48,26 @@ pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
             };
             return (true, vec![me], false);
         }
-        let text = crate::feed::decode_text(body, content_type.as_deref());
+        let text = crate::feed::decode::to_utf8(body, content_type.as_deref());
         let (feeds, guessed) = crate::discover::find_feeds(&text, &page_url);
         (false, feeds, guessed)
     })
     .await?;
     let mut warnings = ctx.standing_warnings();
     if guessed {
-        warnings.push(Warning {
-            feed_url: Some(feed_url.clone()),
-            code: WARN_GUESSED.to_owned(),
-            message: "the page advertises no feed with <link rel=\"alternate\">; these are links on it whose address names a feed".to_owned(),
-        });
+        warnings.push(Warning::new(
+            Some(feed_url.clone()),
+            WarningCode::FeedsGuessedFromLinks,
+            "the page advertises no feed with <link rel=\"alternate\">; \
+             these are links on it whose address names a feed",
+        ));
     }
     if found.is_empty() {
-        warnings.push(Warning {
-            feed_url: Some(feed_url.clone()),
-            code: WARN_NO_FEEDS.to_owned(),
-            message: "the page advertises no RSS, Atom or JSON feed with <link rel=\"alternate\">"
-                .to_owned(),
-        });
+        warnings.push(Warning::new(
+            Some(feed_url.clone()),
+            WarningCode::NoFeedsFound,
+            "the page advertises no RSS, Atom or JSON feed with <link rel=\"alternate\">",
+        ));
     }
     Ok(DiscoverOutput {
         schema_version: SCHEMA_VERSION.to_owned(),

@@ -1,12 +1,12 @@
 //! `fetch_feeds`: a batch of feeds through the cache, the gate and the parser.
 
+use crate::model::WarningCode;
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 use url::Url;
 
 use super::{
-    CacheMode, Context, FetchOptions, WARN_CACHE_CORRUPT, WARN_CACHE_WRITE, WARN_SERVED_STALE,
-    compute, load_cached, not_modified, store_fresh, validators,
+    CacheMode, Context, FetchOptions, compute, load_cached, not_modified, store_fresh, validators,
 };
 use crate::cache::{Entry, Meta};
 use crate::error::{Error, ErrorCode};
@@ -21,7 +21,7 @@ use crate::payload::Payload;
 use crate::schedule::{Job, run_batch};
 
 /// One feed's result with its warnings and selection counts.
-struct Outcome {
+struct FeedOutcome {
     feed: FeedResult,
     warnings: Vec<Warning>,
     built: Built,
@@ -45,24 +45,23 @@ fn blank(feed_url: &str) -> FeedResult {
     }
 }
 
-impl Outcome {
-    fn failed(feed_url: &str, err: &Error) -> Outcome {
+impl FeedOutcome {
+    fn failed(feed_url: &str, err: &Error) -> FeedOutcome {
         let mut feed = blank(feed_url);
         feed.error = Some(err.to_object(Some(feed_url)));
-        Outcome {
+        FeedOutcome {
             feed,
             warnings: Vec::new(),
             built: Built::default(),
         }
     }
 
-    fn warn(&mut self, code: &str, message: impl Into<String>) {
-        self.warnings.push(Warning {
-            // Already cut to the echo limit.
-            feed_url: Some(self.feed.feed_url.clone()),
-            code: code.to_owned(),
-            message: message.into(),
-        });
+    fn warn(&mut self, code: WarningCode, message: impl Into<String>) {
+        self.warnings.push(Warning::new(
+            Some(self.feed.feed_url.clone()),
+            code,
+            message.into(),
+        ));
     }
 }
 
@@ -78,9 +77,7 @@ pub async fn fetch_feeds(
     let deadline = ctx.client.deadline();
     let jobs: Vec<Job<Input>> = inputs
         .into_iter()
-        .enumerate()
-        .map(|(index, input)| Job {
-            index,
+        .map(|input| Job {
             host: match &input.source {
                 Source::Http(url) => HostKey::from_url(url),
                 _ => None,
@@ -101,7 +98,7 @@ pub async fn fetch_feeds(
 fn assemble(
     ctx: &Context,
     fetched_at: String,
-    outcomes: Vec<Outcome>,
+    outcomes: Vec<FeedOutcome>,
     opts: &FetchOptions,
 ) -> FetchOutput {
     let mut out = FetchOutput {
@@ -132,13 +129,18 @@ fn assemble(
     out
 }
 
-async fn fetch_one(ctx: &Context, input: Input, opts: &FetchOptions, deadline: Instant) -> Outcome {
+async fn fetch_one(
+    ctx: &Context,
+    input: Input,
+    opts: &FetchOptions,
+    deadline: Instant,
+) -> FeedOutcome {
     let feed_url = input.feed_url;
     match input.source {
-        Source::Invalid(err) => Outcome::failed(&feed_url, &err),
+        Source::Invalid(err) => FeedOutcome::failed(&feed_url, &err),
         Source::File(path) => match ctx.read_local(&feed_url, &path).await {
             Ok(body) => from_body(&feed_url, body, None, None, opts).await,
-            Err(e) => Outcome::failed(&feed_url, &e),
+            Err(e) => FeedOutcome::failed(&feed_url, &e),
         },
         Source::Http(url) => fetch_http(ctx, &feed_url, url, opts, deadline).await,
     }
@@ -151,7 +153,7 @@ async fn from_body(
     content_type: Option<String>,
     doc_url: Option<Url>,
     opts: &FetchOptions,
-) -> Outcome {
+) -> FeedOutcome {
     let url = feed_url.to_owned();
     let selection = opts.selection.clone();
     let render = opts.render;
@@ -168,7 +170,7 @@ async fn from_body(
     .await
     .and_then(|r| r);
     match parsed {
-        Err(e) => Outcome::failed(feed_url, &e),
+        Err(e) => FeedOutcome::failed(feed_url, &e),
         Ok(mut p) => {
             let items = std::mem::take(&mut p.built.items);
             let warnings = std::mem::take(&mut p.built.warnings);
@@ -180,7 +182,7 @@ async fn from_body(
                 items,
                 ..blank(feed_url)
             };
-            let mut o = Outcome {
+            let mut o = FeedOutcome {
                 feed,
                 warnings: Vec::new(),
                 built: p.built,
@@ -199,7 +201,7 @@ async fn from_entry(
     entry: Entry,
     status: FeedStatus,
     opts: &FetchOptions,
-) -> Outcome {
+) -> FeedOutcome {
     let doc_url = Url::parse(&entry.meta.final_url).ok();
     let cached_at = entry.meta.fetched_at.clone();
     let age = entry.meta.age(Utc::now()).map(|d| d.as_secs());
@@ -243,7 +245,7 @@ async fn fetch_http(
     url: Url,
     opts: &FetchOptions,
     deadline: Instant,
-) -> Outcome {
+) -> FeedOutcome {
     let cache = ctx.cache.as_ref().filter(|_| opts.cache != CacheMode::Off);
     let (mut cached, corrupt) = load_cached(cache, feed_url).await;
     // A fresh copy never reaches the gate. (A damaged entry is no copy, so nothing to warn.)
@@ -265,7 +267,7 @@ async fn fetch_http(
     let mut o = match ex.result {
         Ok(resp) if resp.not_modified => match not_modified(ctx, cached, &resp).await {
             Ok(entry) => from_entry(feed_url, entry, FeedStatus::NotModified, opts).await,
-            Err(e) => Outcome::failed(feed_url, &e),
+            Err(e) => FeedOutcome::failed(feed_url, &e),
         },
         Ok(resp) => {
             let (resp, store_warning) = store_fresh(cache, feed_url, resp).await;
@@ -280,7 +282,7 @@ async fn fetch_http(
             .await;
             o.feed.final_url = Some(final_url);
             if let Some(w) = store_warning {
-                o.warn(WARN_CACHE_WRITE, w);
+                o.warn(WarningCode::CacheWriteFailed, w);
             }
             o
         }
@@ -293,7 +295,7 @@ async fn fetch_http(
                 let when = entry.meta.fetched_at.clone();
                 let mut o = from_entry(feed_url, entry, FeedStatus::Stale, opts).await;
                 o.warn(
-                    WARN_SERVED_STALE,
+                    WarningCode::ServedStale,
                     format!(
                         "served the copy cached at {when} because the origin failed: {} ({})",
                         err,
@@ -302,13 +304,13 @@ async fn fetch_http(
                 );
                 o
             }
-            _ => Outcome::failed(feed_url, &err),
+            _ => FeedOutcome::failed(feed_url, &err),
         },
     };
     o.feed.attempts = ex.attempts;
     o.feed.gate_wait_ms = ex.gate_wait.as_millis() as u64;
     if let Some(msg) = corrupt {
-        o.warn(WARN_CACHE_CORRUPT, msg);
+        o.warn(WarningCode::CacheEntryCorrupt, msg);
     }
     tracing::info!(
         feed_url,

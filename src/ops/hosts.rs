@@ -1,5 +1,6 @@
 //! `rss hosts`: the learned state of every host in the shared store, and forgetting it.
 
+use crate::model::WarningCode;
 use chrono::{DateTime, Utc};
 
 use super::Context;
@@ -46,11 +47,11 @@ pub async fn hosts_list(ctx: &Context) -> Result<HostsOutput> {
         match entry {
             Ok(s) if !s.is_expired(&params) => hosts.push(info(&s, now_ms)),
             Ok(_) => {}
-            Err(e) => warnings.push(Warning {
-                feed_url: None,
-                code: crate::hosts::WARN_HOST_STATE_CORRUPT.to_owned(),
-                message: e.to_string(),
-            }),
+            Err(e) => warnings.push(Warning::new(
+                None,
+                WarningCode::HostStateCorrupt,
+                e.to_string(),
+            )),
         }
     }
     hosts.sort_by(|a, b| a.host.cmp(&b.host));

@@ -8,6 +8,7 @@ mod hosts;
 mod request;
 mod show;
 
+use crate::model::WarningCode;
 use std::time::Duration;
 
 use crate::cache::{Cache, Entry, Lookup};
@@ -23,15 +24,6 @@ pub use fetch::fetch_feeds;
 pub use hosts::{hosts_clear, hosts_list};
 pub use request::FetchRequest;
 pub use show::{ShowOptions, show_item};
-
-/// Warning code: the cache could not be used this run.
-pub const WARN_CACHE_UNAVAILABLE: &str = "CACHE_UNAVAILABLE";
-/// Warning code: a cache entry was damaged and ignored.
-pub const WARN_CACHE_CORRUPT: &str = "CACHE_ENTRY_CORRUPT";
-/// Warning code: a fresh body could not be written to the cache.
-pub const WARN_CACHE_WRITE: &str = "CACHE_WRITE_FAILED";
-/// Warning code: the origin failed and a cached copy was served.
-pub const WARN_SERVED_STALE: &str = "SERVED_STALE";
 
 /// What one process shares between all operations: one HTTP client (so one gate and one
 /// connection pool), the cache, and the configuration.
@@ -87,16 +79,15 @@ impl Context {
     /// The warnings every operation reports: the cache or the shared host state could
     /// not be used.
     fn standing_warnings(&self) -> Vec<Warning> {
-        let cache = self.cache_warning.as_ref().map(|m| Warning {
-            feed_url: None,
-            code: WARN_CACHE_UNAVAILABLE.to_owned(),
-            message: m.clone(),
-        });
-        let hosts = self.client.take_warnings().into_iter().map(|w| Warning {
-            feed_url: None,
-            code: w.code.to_owned(),
-            message: w.message,
-        });
+        let cache = self
+            .cache_warning
+            .as_ref()
+            .map(|m| Warning::new(None, WarningCode::CacheUnavailable, m.clone()));
+        let hosts = self
+            .client
+            .take_warnings()
+            .into_iter()
+            .map(|w| Warning::new(None, w.code, w.message));
         cache.into_iter().chain(hosts).collect()
     }
 }
@@ -144,11 +135,7 @@ pub async fn cache_list(ctx: &Context) -> Result<CacheListOutput> {
         max_bytes,
         warnings: warnings
             .into_iter()
-            .map(|m| Warning {
-                feed_url: None,
-                code: WARN_CACHE_CORRUPT.to_owned(),
-                message: m,
-            })
+            .map(|m| Warning::new(None, WarningCode::CacheEntryCorrupt, m))
             .collect(),
     })
 }

@@ -1,10 +1,11 @@
 //! `show_item`: one item by id, guid or permalink, cache first.
 
+use crate::model::WarningCode;
 use url::Url;
 
-use super::{Context, WARN_CACHE_CORRUPT, compute};
+use super::{Context, compute};
 use crate::error::{Error, Result};
-use crate::feed::{self, RenderOptions, WARN_CONTENT_FALLBACK};
+use crate::feed::{self, RenderOptions};
 use crate::http::{ACCEPT_FEEDS, GetRequest};
 use crate::inputs::{Source, classify};
 use crate::model::{Item, SCHEMA_VERSION, ShowOutput, Warning};
@@ -54,12 +55,8 @@ pub async fn show_item(
     let input = classify(feed_url);
     let feed_url = input.feed_url.clone();
     let mut warnings = ctx.standing_warnings();
-    let mut warn = |code: &str, message: String| {
-        warnings.push(Warning {
-            feed_url: Some(feed_url.clone()),
-            code: code.to_owned(),
-            message,
-        })
+    let mut warn = |code: WarningCode, message: String| {
+        warnings.push(Warning::new(Some(feed_url.clone()), code, message))
     };
     let url = match input.source {
         Source::Invalid(e) => return Err(e),
@@ -78,7 +75,7 @@ pub async fn show_item(
     };
     let (cached, corrupt) = super::load_cached(ctx.cache.as_ref(), &feed_url).await;
     if let Some(m) = corrupt {
-        warn(WARN_CACHE_CORRUPT, m);
+        warn(WarningCode::CacheEntryCorrupt, m);
     }
     if let Some(entry) = cached.as_ref().filter(|_| !opts.refresh) {
         let src = FeedBody {
@@ -120,7 +117,7 @@ pub async fn show_item(
     } else {
         let (resp, store_warning) = super::store_fresh(ctx.cache.as_ref(), &feed_url, resp).await;
         if let Some(w) = store_warning {
-            warn(super::WARN_CACHE_WRITE, w);
+            warn(super::WarningCode::CacheWriteFailed, w);
         }
         FeedBody {
             body: resp.body,
@@ -160,12 +157,11 @@ fn output(
 ) -> ShowOutput {
     let (item, fell_back) = found;
     if fell_back {
-        warnings.push(Warning {
-            feed_url: Some(feed_url.to_owned()),
-            code: WARN_CONTENT_FALLBACK.to_owned(),
-            message: "the item's body could not be converted and is given as stripped text"
-                .to_owned(),
-        });
+        warnings.push(Warning::new(
+            Some(feed_url.to_owned()),
+            WarningCode::ContentExtractionFallback,
+            "the item's body could not be converted and is given as stripped text",
+        ));
     }
     ShowOutput {
         schema_version: SCHEMA_VERSION.to_owned(),
