@@ -265,12 +265,20 @@ pub enum Error {
     /// The HTTP client could not be built (its TLS set-up failed).
     #[error("cannot build the HTTP client: {0}")]
     ClientSetup(#[source] reqwest::Error),
-    /// A bug.
-    #[error("internal error: {message}")]
+    /// A bug, or a failure of the machinery itself (a worker thread, the runtime).
+    #[error("internal error: {message}{}", cause_suffix(source.as_deref()))]
     Internal {
         /// What went wrong.
         message: String,
+        /// The typed cause, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
+}
+
+/// `": cause"` for a cause, or nothing.
+fn cause_suffix(source: Option<&(dyn std::error::Error + Send + Sync)>) -> String {
+    source.map(|s| format!(": {s}")).unwrap_or_default()
 }
 
 /// The innermost cause of an error chain: the part that says what really happened.
@@ -313,6 +321,18 @@ impl Error {
     pub fn internal(message: impl Into<String>) -> Self {
         Error::Internal {
             message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An internal error while `doing`, caused by `source` (kept typed).
+    pub fn internal_from(
+        doing: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Internal {
+            message: doing.into(),
+            source: Some(Box::new(source)),
         }
     }
 

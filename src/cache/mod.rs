@@ -86,8 +86,64 @@ pub enum Lookup {
     Hit(Box<Entry>),
     /// Nothing cached.
     Miss,
-    /// Something was there but did not check out; the message says what.
-    Corrupt(String),
+    /// Something was there but did not check out.
+    Corrupt(CacheError),
+}
+
+/// Why a cache entry did not check out.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// A file of the entry could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The metadata is not valid JSON of the current layout.
+    #[error("cache metadata {} is unreadable: {source}", path.display())]
+    BadMeta {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The metadata belongs to another entry or layout, or names a bad body file.
+    #[error("cache metadata {} {why}", path.display())]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// The body is missing.
+    #[error("cache body {} is missing: {source}", path.display())]
+    NoBody {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The body's length is not the one recorded.
+    #[error("cache body {} is {got} bytes, expected {expected}", path.display())]
+    Length {
+        /// The file.
+        path: PathBuf,
+        /// Its length.
+        got: u64,
+        /// The recorded length.
+        expected: u64,
+    },
+    /// The body's hash is not the one recorded.
+    #[error("cache body {} does not match its hash", path.display())]
+    Hash {
+        /// The file.
+        path: PathBuf,
+    },
 }
 
 /// What a fresh body is stored with.
@@ -167,49 +223,49 @@ impl Cache {
             match self.load_once(feed_url) {
                 Ok(Some(entry)) => return Lookup::Hit(Box::new(entry)),
                 Ok(None) => return Lookup::Miss,
-                Err(msg) => last = Lookup::Corrupt(msg),
+                Err(e) => last = Lookup::Corrupt(e),
             }
         }
         last
     }
 
-    fn load_once(&self, feed_url: &str) -> std::result::Result<Option<Entry>, String> {
+    fn load_once(&self, feed_url: &str) -> std::result::Result<Option<Entry>, CacheError> {
         let path = self.meta_path(feed_url);
         let raw = match fs::read(&path) {
             Ok(raw) => raw,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+            Err(source) => return Err(CacheError::Read { path, source }),
         };
-        let meta: Meta = serde_json::from_slice(&raw)
-            .map_err(|e| format!("cache metadata {} is unreadable: {e}", path.display()))?;
+        let meta: Meta = match serde_json::from_slice(&raw) {
+            Ok(m) => m,
+            Err(source) => return Err(CacheError::BadMeta { path, source }),
+        };
         if meta.version != META_VERSION || meta.feed_url != feed_url {
-            return Err(format!(
-                "cache metadata {} belongs to another entry",
-                path.display()
-            ));
+            return Err(CacheError::Foreign {
+                path,
+                why: "belongs to another entry",
+            });
         }
         if meta.body_file.contains(['/', '\\']) || meta.body_file.starts_with('.') {
-            return Err(format!(
-                "cache metadata {} names a bad body file",
-                path.display()
-            ));
+            return Err(CacheError::Foreign {
+                path,
+                why: "names a bad body file",
+            });
         }
-        let body_path = self.feeds().join(&meta.body_file);
-        let body = read_chunked(&body_path)
-            .map_err(|e| format!("cache body {} is missing: {e}", body_path.display()))?;
+        let path = self.feeds().join(&meta.body_file);
+        let body = match read_chunked(&path) {
+            Ok(b) => b,
+            Err(source) => return Err(CacheError::NoBody { path, source }),
+        };
         if body.len() as u64 != meta.body_len {
-            return Err(format!(
-                "cache body {} is {} bytes, expected {}",
-                body_path.display(),
-                body.len(),
-                meta.body_len
-            ));
+            return Err(CacheError::Length {
+                path,
+                got: body.len() as u64,
+                expected: meta.body_len,
+            });
         }
         if sha256_hex(&body) != meta.body_sha256 {
-            return Err(format!(
-                "cache body {} does not match its hash",
-                body_path.display()
-            ));
+            return Err(CacheError::Hash { path });
         }
         Ok(Some(Entry { meta, body }))
     }
@@ -279,7 +335,7 @@ impl Cache {
 
     fn write_meta(&self, meta: &Meta) -> Result<()> {
         let json = serde_json::to_vec_pretty(meta)
-            .map_err(|e| Error::internal(format!("cache metadata: {e}")))?;
+            .map_err(|e| Error::internal_from("cache metadata", e))?;
         write_atomic(&self.meta_path(&meta.feed_url), &Payload::from(json))
     }
 
@@ -451,12 +507,12 @@ mod tests {
             .unwrap();
         let body_path = dir.path().join("feeds").join(&meta.body_file);
         fs::write(&body_path, b"<rss>bo").unwrap();
-        assert!(matches!(cache.load("http://a/feed"), Lookup::Corrupt(m) if m.contains("bytes")));
+        assert!(matches!(cache.load("http://a/feed"), Lookup::Corrupt(CacheError::Length { .. })));
         fs::write(&body_path, b"<rss>BODY</rss>").unwrap();
-        assert!(matches!(cache.load("http://a/feed"), Lookup::Corrupt(m) if m.contains("hash")));
+        assert!(matches!(cache.load("http://a/feed"), Lookup::Corrupt(CacheError::Hash { .. })));
         fs::write(cache.meta_path("http://a/feed"), b"{garbage").unwrap();
         assert!(
-            matches!(cache.load("http://a/feed"), Lookup::Corrupt(m) if m.contains("unreadable"))
+            matches!(cache.load("http://a/feed"), Lookup::Corrupt(CacheError::BadMeta { .. }))
         );
     }
 

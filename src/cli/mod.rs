@@ -68,7 +68,7 @@ fn run_main() -> u8 {
         .build()
     {
         Ok(r) => r,
-        Err(e) => return report(&Error::internal(format!("cannot start the runtime: {e}"))),
+        Err(e) => return report(&Error::internal_from("cannot start the runtime", e)),
     };
     // The MCP server ends on a signal by itself (exit 0); anything else is cut short by
     // one: its in-flight requests are dropped, which frees their hosts.

@@ -55,14 +55,14 @@ pub async fn serve(ctx: Context, shutdown: impl std::future::Future) -> Result<(
         Ok(running) => running,
         // The client hung up before initializing: nothing to serve, nothing wrong.
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
-        Err(e) => return Err(Error::internal(format!("MCP initialization failed: {e}"))),
+        Err(e) => return Err(Error::internal_from("MCP initialization failed", e)),
     };
     let cancel = running.cancellation_token();
     let waiting = running.waiting();
     tokio::pin!(waiting);
     tokio::select! {
         r = &mut waiting => {
-            r.map_err(|e| Error::internal(format!("MCP server stopped: {e}")))?;
+            r.map_err(|e| Error::internal_from("MCP server stopped", e))?;
         }
         _ = &mut shutdown => {
             tracing::info!("shutting down on a signal");
@@ -177,7 +177,7 @@ impl Server {
             return Ok(error_result(&e, single_url.as_deref()));
         }
         let value =
-            serde_json::to_value(&out).map_err(|e| Error::internal(format!("serializing: {e}")))?;
+            serde_json::to_value(&out).map_err(|e| Error::internal_from("serializing", e))?;
         Ok(success(summary, value))
     }
 

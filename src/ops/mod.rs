@@ -126,7 +126,7 @@ pub async fn cache_list(ctx: &Context) -> Result<CacheListOutput> {
     let max_bytes = cache.max_bytes();
     let (entries, warnings, total_bytes) = tokio::task::spawn_blocking(move || cache.list())
         .await
-        .map_err(|e| Error::internal(format!("cache listing panicked: {e}")))?;
+        .map_err(|e| Error::internal_from("cache listing panicked", e))?;
     Ok(CacheListOutput {
         schema_version: SCHEMA_VERSION.to_owned(),
         cache_dir: dir,
@@ -145,7 +145,7 @@ pub async fn cache_clear(ctx: &Context, older_than: Option<Duration>) -> Result<
     let cache = require_cache(ctx)?.clone();
     tokio::task::spawn_blocking(move || cache.clear(older_than))
         .await
-        .map_err(|e| Error::internal(format!("cache clearing panicked: {e}")))?
+        .map_err(|e| Error::internal_from("cache clearing panicked", e))?
 }
 
 fn require_cache(ctx: &Context) -> Result<&Cache> {
@@ -247,7 +247,7 @@ async fn store_fresh(
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| Error::internal(format!("a worker thread failed: {e}")))
+        .map_err(|e| Error::internal_from("a worker thread failed", e))
 }
 
 /// Runs CPU-bound work (parsing and rendering a feed) on rayon's pool, where its parallel
