@@ -9,7 +9,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use rss::feed::{ContentFormat, RenderOptions, Selection};
+use rss::{ContentFormat, RenderOptions, Selection};
 
 struct Counting;
 
@@ -98,7 +98,7 @@ impl Write for Counter {
 }
 
 fn pipeline(body: Vec<u8>, format: ContentFormat) -> (usize, usize) {
-    let p = rss::feed::process(
+    let p = rss::internals::process(
         "https://bench.example.com/feed.xml",
         body.into(),
         Some("application/rss+xml"),

@@ -23,28 +23,42 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod cache;
-pub mod cli;
+pub(crate) mod cache;
+pub(crate) mod cli;
 pub mod config;
-pub mod discover;
+pub(crate) mod discover;
 pub mod error;
-pub mod feed;
-pub mod gate;
+pub(crate) mod feed;
+pub(crate) mod gate;
 pub(crate) mod hosts;
 pub(crate) mod html;
-pub mod http;
-pub mod inputs;
-pub mod local;
-pub mod mcp;
+pub(crate) mod http;
+pub(crate) mod inputs;
+pub(crate) mod local;
+pub(crate) mod mcp;
 pub mod model;
 pub mod ops;
-pub mod output;
-pub mod payload;
-pub mod schedule;
+pub(crate) mod output;
+pub(crate) mod payload;
+pub(crate) mod schedule;
 pub(crate) mod urls;
 
+pub use cli::main;
 pub use config::Config;
 pub use error::{Error, ErrorCode, Result};
+pub use feed::{ContentFormat, RenderOptions, Selection};
 pub use hosts::StoreError;
 pub use model::{FetchOutput, SCHEMA_VERSION};
 pub use ops::Context;
+
+/// What the tests, the benchmarks and the fuzz targets reach inside the crate. Not a stable
+/// API: an embedding program uses [`ops`], [`model`], [`config`] and the re-exports above.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::cache::{Cache, StoreRequest};
+    pub use crate::config::parse_duration;
+    pub use crate::discover::find_feeds;
+    pub use crate::feed::{item_id, parse_since, process};
+    pub use crate::http::parse_retry_after;
+    pub use crate::inputs::{list_lines, merge, opml_urls};
+}

@@ -1,5 +1,5 @@
-//! The `rss` binary: everything happens in `rss::cli`.
+//! The `rss` binary: everything happens in the library's command line (`rss::main`).
 
 fn main() -> std::process::ExitCode {
-    rss::cli::main()
+    rss::main()
 }

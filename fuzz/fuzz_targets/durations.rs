@@ -9,11 +9,11 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-    if let Some(wait) = rss::http::parse_retry_after(&text, now)
+    if let Some(wait) = rss::internals::parse_retry_after(&text, now)
         && !text.trim().bytes().all(|b| b.is_ascii_digit())
     {
         assert!(!wait.is_zero());
     }
-    let _ = rss::config::parse_duration(&text);
-    let _ = rss::feed::parse_since(&text, chrono::DateTime::UNIX_EPOCH);
+    let _ = rss::internals::parse_duration(&text);
+    let _ = rss::internals::parse_since(&text, chrono::DateTime::UNIX_EPOCH);
 });

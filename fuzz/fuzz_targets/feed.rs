@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rss::feed::{ContentFormat, RenderOptions, Selection};
+use rss::{ContentFormat, RenderOptions, Selection};
 
 fuzz_target!(|data: &[u8]| {
     let base = url::Url::parse("https://fuzz.example/feed.xml").unwrap();
@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
             format,
             max_content_chars: None,
         };
-        let Ok(p) = rss::feed::process(
+        let Ok(p) = rss::internals::process(
             base.as_str(),
             data.to_vec().into(),
             Some("application/xml"),

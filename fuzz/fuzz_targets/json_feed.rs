@@ -2,11 +2,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rss::feed::{RenderOptions, Selection};
+use rss::{RenderOptions, Selection};
 
 fuzz_target!(|data: &[u8]| {
     let base = url::Url::parse("https://fuzz.example/feed.json").unwrap();
-    let _ = rss::feed::process(
+    let _ = rss::internals::process(
         base.as_str(),
         data.to_vec().into(),
         Some("application/feed+json"),

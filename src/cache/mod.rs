@@ -507,13 +507,20 @@ mod tests {
             .unwrap();
         let body_path = dir.path().join("feeds").join(&meta.body_file);
         fs::write(&body_path, b"<rss>bo").unwrap();
-        assert!(matches!(cache.load("http://a/feed"), Lookup::Corrupt(CacheError::Length { .. })));
+        assert!(matches!(
+            cache.load("http://a/feed"),
+            Lookup::Corrupt(CacheError::Length { .. })
+        ));
         fs::write(&body_path, b"<rss>BODY</rss>").unwrap();
-        assert!(matches!(cache.load("http://a/feed"), Lookup::Corrupt(CacheError::Hash { .. })));
+        assert!(matches!(
+            cache.load("http://a/feed"),
+            Lookup::Corrupt(CacheError::Hash { .. })
+        ));
         fs::write(cache.meta_path("http://a/feed"), b"{garbage").unwrap();
-        assert!(
-            matches!(cache.load("http://a/feed"), Lookup::Corrupt(CacheError::BadMeta { .. }))
-        );
+        assert!(matches!(
+            cache.load("http://a/feed"),
+            Lookup::Corrupt(CacheError::BadMeta { .. })
+        ));
     }
 
     #[test]

@@ -26,7 +26,7 @@ use crate::payload::Payload;
 
 pub use content::{ContentFormat, RenderOptions, estimate_tokens, truncate_chars};
 pub use ids::item_id;
-pub use pipeline::{Built, Processed, process};
+pub use pipeline::{Built, process};
 pub(crate) use pipeline::{add_truncation, find_item};
 pub use select::{Selection, parse_since};
 

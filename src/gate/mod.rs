@@ -15,8 +15,10 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use url::Url;
 
+#[cfg(test)]
+use state::cooldown;
 pub(crate) use state::{Event, HostState, newer};
-pub use state::{Outcome, cooldown, floor_gap, warm_spacing};
+pub use state::{Outcome, warm_spacing};
 
 /// Slots kept before idle ones are pruned (a long-lived server meets many hosts).
 const PRUNE_ABOVE: usize = 256;

@@ -35,8 +35,6 @@ use crate::ops::Context;
 pub const MAX_REQUEST_BODY_BYTES: usize = 4 << 20;
 /// Default cap on live sessions.
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
-/// Default idle time after which a session is closed.
-pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(600);
 /// How long a shutdown waits for open connections before it lets them go.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
@@ -374,7 +372,7 @@ mod tests {
             allow_remote: false,
             allowed_hosts: vec![],
             max_sessions: DEFAULT_MAX_SESSIONS,
-            session_idle: DEFAULT_SESSION_IDLE,
+            session_idle: Duration::from_secs(600),
         }
     }
 

@@ -466,13 +466,13 @@ fn cache_list(cache: &std::path::Path) -> serde_json::Value {
 #[test]
 fn the_cap_evicts_the_least_recently_fetched_entry_and_never_the_one_written() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = rss::cache::Cache::open(dir.path())
+    let cache = rss::internals::Cache::open(dir.path())
         .unwrap()
         .with_max_bytes(25_000);
     let body = sized_feed(10_000);
     for name in ["a", "b", "c"] {
         let url = format!("https://x.example/{name}.xml");
-        let req = rss::cache::StoreRequest {
+        let req = rss::internals::StoreRequest {
             feed_url: &url,
             final_url: &url,
             etag: None,
@@ -488,7 +488,7 @@ fn the_cap_evicts_the_least_recently_fetched_entry_and_never_the_one_written() {
     // One entry larger than the cap stays: the entry being written is never evicted.
     let big = sized_feed(40_000);
     let url = "https://x.example/big.xml";
-    let req = rss::cache::StoreRequest {
+    let req = rss::internals::StoreRequest {
         feed_url: url,
         final_url: url,
         etag: None,

@@ -1,8 +1,9 @@
 //! One fixture per format, fetched over loopback HTTP and checked field by field.
 
 use crate::helpers::*;
-use rss::feed::{ContentFormat, RenderOptions, Selection, parse_since};
+use rss::internals::parse_since;
 use rss::model::{FeedStatus, IdSource};
+use rss::{ContentFormat, RenderOptions, Selection};
 
 #[tokio::test]
 async fn rss_2_0_with_every_content_namespace() {
@@ -41,7 +42,7 @@ async fn rss_2_0_with_every_content_namespace() {
     assert_eq!(a.id_source, IdSource::Link);
     assert_eq!(
         a.id,
-        rss::feed::item_id(
+        rss::internals::item_id(
             &srv.url("/rss20.xml"),
             "https://blog.example.com/2026/06/new-parser"
         )

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use rss::Config;
 use rss::config::Overrides;
-use rss::feed::{RenderOptions, Selection};
-use rss::inputs;
+use rss::internals as inputs;
 use rss::model::{FeedResult, FetchOutput, Item};
 use rss::ops::{self, CacheMode, Context, FetchOptions};
+use rss::{RenderOptions, Selection};
 
 pub use server::{Reply, TestServer};
 

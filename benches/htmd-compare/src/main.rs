@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use rss::feed::{ContentFormat, RenderOptions, Selection};
+use rss::{ContentFormat, RenderOptions, Selection};
 
 /// `html` as the body of a one-item RSS feed, through the whole `rss` pipeline.
 fn rss_markdown(html: &str) -> String {
@@ -21,7 +21,7 @@ fn rss_markdown(html: &str) -> String {
         "<rss version=\"2.0\"><channel><title>t</title><item><title>i</title><description>{escaped}</description></item></channel></rss>"
     );
     let base = url::Url::parse("https://example.com/blog/post/").unwrap();
-    let p = rss::feed::process(
+    let p = rss::internals::process(
         base.as_str(),
         doc.into_bytes().into(),
         Some("application/rss+xml"),
