@@ -51,7 +51,8 @@ pub struct GetRequest {
     pub url: Url,
     /// Conditional-request validators, if a cached copy exists.
     pub validators: Option<Validators>,
-    /// The call's gate budget: no pacing wait may end after this instant.
+    /// The call's gate budget: a wait that would end after this instant fails at once with
+    /// `RATE_LIMITED`; a send with nothing to wait for goes ahead even when it has passed.
     pub deadline: Instant,
     /// The `Accept` header.
     pub accept: &'static str,
