@@ -19,7 +19,12 @@
 //! - `payload`  — a body in chunks, freed as a parser reads it
 //! - `output`   — json / ndjson / text rendering, schema emission
 //! - `cli`      — the clap surface and the one exit path
-//! - `mcp`      — the MCP server: tools delegate to `ops`, one shared client and cache
+//! - `mcp`      — the MCP server (stdio and streamable HTTP): tools delegate to `ops`
+//!
+//! The public surface is what an embedding program uses: [`ops`] (build a [`Context`] from a
+//! [`Config`], call [`ops::fetch_feeds`]), the [`model`] it returns, [`error`], [`config`] and
+//! the option types re-exported here; `main` is the command line. `ARCHITECTURE.md` at the
+//! repository's root is the map.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
