@@ -354,22 +354,6 @@ mod tests {
     }
 
     #[test]
-    fn undeclared_legacy_encodings_are_detected_from_the_bytes() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/parsing");
-        for (file, expected) in [
-            ("undeclared-euc-jp.xml", "日本語のフィード"),
-            ("undeclared-shift-jis.xml", "日本語のフィード"),
-            ("undeclared-gb2312.xml", "中文新闻频道"),
-            ("undeclared-big5.xml", "繁體中文新聞頻道"),
-            ("undeclared-euc-kr.xml", "한국어 피드"),
-            ("undeclared-windows-1251.xml", "Русская лента новостей"),
-        ] {
-            let bytes = std::fs::read(format!("{dir}/{file}")).unwrap();
-            assert!(text(&bytes, None).contains(expected), "{file}");
-        }
-    }
-
-    #[test]
     fn stray_windows_1252_bytes_in_utf8_keep_both() {
         let mixed = b"<?xml version=\"1.0\" encoding=\"utf-8\"?><t>caf\xc3\xa9 \x93quoted\x94</t>";
         assert!(text(mixed, None).ends_with("<t>café \u{201c}quoted\u{201d}</t>"));

@@ -368,17 +368,7 @@ fn usage_errors_are_json_for_scripts_and_words_when_asked() {
 
 #[test]
 fn every_subcommand_help_ends_with_examples() {
-    for sub in [
-        "fetch",
-        "discover",
-        "show",
-        "schema",
-        "cache",
-        "hosts",
-        "mcp",
-        "completions",
-        "man",
-    ] {
+    for sub in SUBCOMMANDS {
         let out = rss_cmd().args([sub, "--help"]).output().unwrap();
         assert!(out.status.success(), "{sub}");
         let help = String::from_utf8_lossy(&out.stdout);

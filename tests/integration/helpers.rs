@@ -174,3 +174,25 @@ pub fn json(bytes: &[u8]) -> serde_json::Value {
     serde_json::from_slice(bytes)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
 }
+
+/// Every subcommand of `rss`, as `--help` and the man page name them.
+pub const SUBCOMMANDS: [&str; 9] = [
+    "fetch",
+    "discover",
+    "show",
+    "schema",
+    "cache",
+    "hosts",
+    "mcp",
+    "completions",
+    "man",
+];
+
+/// Polls `cond` every 20 ms until it holds; fails the test after 30 s, naming `what`.
+pub async fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "{what} within 30 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

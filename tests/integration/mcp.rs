@@ -502,17 +502,31 @@ async fn the_server_exits_cleanly_when_stdin_closes() {
 /// fetch_feed on a fixture and check the structured result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_client() {
+    let srv = fixture_server().await;
+    let cache = tempfile::tempdir().unwrap();
+    let rss = env!("CARGO_BIN_EXE_rss");
+    run_python_client(
+        &[rss, &srv.url("/rss20.xml")],
+        &[("RSS_CACHE_DIR", cache.path())],
+    )
+    .await;
+}
+
+/// Runs `tests/mcp_client.py ARGS` with the Python SDK (skipping, as `python_with_mcp`
+/// says, when there is none) and checks that every one of its checks passed.
+pub async fn run_python_client(args: &[&str], env: &[(&str, &std::path::Path)]) {
     let Some(python) = python_with_mcp() else {
         return;
     };
-    let srv = fixture_server().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
-    let cache = tempfile::tempdir().unwrap();
-    let out = tokio::process::Command::new(&python)
-        .args([script, env!("CARGO_BIN_EXE_rss"), &srv.url("/rss20.xml")])
-        .env("RSS_CACHE_DIR", cache.path())
-        .output()
+    let mut cmd = tokio::process::Command::new(&python);
+    cmd.arg(script).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(120), cmd.output())
         .await
+        .expect("the python client ends within two minutes")
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

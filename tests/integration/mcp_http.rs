@@ -14,7 +14,7 @@ use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 
 use crate::helpers::*;
-use crate::mcp::{args, python_with_mcp, structured};
+use crate::mcp::{args, python_with_mcp, run_python_client, structured};
 
 const TOKEN: &str = "test-token-3f9a";
 const FEED: &str = "<rss><channel><title>T</title><item><title>i</title><link>https://x.example/i</link></item></channel></rss>";
@@ -131,28 +131,13 @@ async fn the_rmcp_client_initializes_lists_tools_and_fetches() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_client_initializes_lists_tools_and_fetches() {
-    let Some(python) = python_with_mcp() else {
+    if python_with_mcp().is_none() {
         return;
-    };
+    }
     let srv = fixture_server().await;
     let server = HttpServer::start(&[]).await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(&python)
-            .args([script, "--http", &server.url, TOKEN, &srv.url("/rss20.xml")])
-            .output(),
-    )
-    .await
-    .expect("the python client ends within two minutes")
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "python client failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("OK fetch_feed"), "{stdout}");
+    let feed = srv.url("/rss20.xml");
+    run_python_client(&["--http", &server.url, TOKEN, &feed], &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -302,7 +287,7 @@ async fn sigterm_ends_the_server_with_exit_0_within_5_s_even_mid_call() {
         )
         .await
     });
-    wait_for(|| slow.count() == 1).await;
+    wait_until("the slow host sees the call", || slow.count() == 1).await;
     let pid = server.child.id().unwrap();
     let sent = Instant::now();
     std::process::Command::new("kill")
@@ -365,7 +350,7 @@ async fn a_client_that_hangs_up_mid_call_frees_the_host_at_once() {
     };
     let pending = send(call(2, host.url("/slow.xml"))).await.unwrap();
     assert!(pending.status().is_success());
-    wait_for(|| host.count() == 1).await;
+    wait_until("the slow host sees the call", || host.count() == 1).await;
     drop(pending);
     let started = Instant::now();
     let answer = send(call(3, host.url("/fast.xml")))
@@ -411,31 +396,10 @@ fn bash_completion_offers_fetch_and_the_man_page_names_every_subcommand() {
     assert!(man.status.success());
     let page = String::from_utf8_lossy(&man.stdout);
     assert!(page.contains(".TH rss"), "{page}");
-    for sub in [
-        "fetch",
-        "discover",
-        "show",
-        "schema",
-        "cache",
-        "hosts",
-        "mcp",
-        "completions",
-        "man",
-    ] {
+    for sub in SUBCOMMANDS {
         assert!(
             page.contains(&format!("rss\\-{sub}(1)")),
             "the man page does not name {sub}"
         );
     }
-}
-
-/// Polls `cond` every 20 ms for at most 30 s.
-async fn wait_for(cond: impl Fn() -> bool) {
-    for _ in 0..1500 {
-        if cond() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("condition not met within 30 s");
 }

@@ -4,7 +4,7 @@
 //! it installed (`RSS_TEST_REDIS_SERVER`); a plain `cargo test` skips these, saying so.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -105,52 +105,7 @@ async fn a_cooldown_learned_by_one_machine_is_honoured_by_another() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_holding_a_send_slot_frees_it_within_seconds() {
     let Some(store) = redis_url() else { return };
-    let srv = TestServer::start(|req| {
-        if req.path == "/slow" {
-            Reply::xml(FEED).delay(Duration::from_secs(120))
-        } else {
-            Reply::xml(FEED)
-        }
-    })
-    .await;
-    let cache = tempfile::tempdir().unwrap();
-    let mut holder = rss_std(cache.path())
-        .args(["fetch", "--no-cache", &srv.url("/slow")])
-        .env("RSS_GATE_STORE", &store)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut seen = false;
-    for _ in 0..1500 {
-        if srv.count() == 1 {
-            seen = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(seen, "the first worker never sent");
-    holder.kill().unwrap();
-    holder.wait().unwrap();
-    let started = Instant::now();
-    let (code, doc) = fetch_with(
-        &store,
-        &[
-            "--no-cache".into(),
-            "--max-gate-wait".into(),
-            "60".into(),
-            srv.url("/next"),
-        ],
-    )
-    .await;
-    assert_eq!(code, Some(0), "{doc}");
-    // A slot that never lapsed would hold it for the whole 60 s budget.
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(srv.hits_for("/next").len(), 1);
+    crate::hosts::killed_sender_frees_the_host(Some(&store)).await;
 }
 
 /// A Redis server of the test's own, on a free loopback port; killed when dropped.
@@ -225,12 +180,7 @@ async fn redis_stopped_mid_run_costs_a_warning_and_back_it_is_used_again() {
         let store = store.clone();
         tokio::spawn(async move { fetch_with(&store, &args).await })
     };
-    for _ in 0..1500 {
-        if srv.count() >= 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("two feeds are fetched", || srv.count() >= 2).await;
     drop(redis.take());
     let (code, during) = run.await.unwrap();
     assert_eq!(code, Some(0), "{during}");
