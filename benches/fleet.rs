@@ -12,21 +12,15 @@ mod origin;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use origin::redis::{OwnRedis, free_port};
+use origin::rss_bin::rss_tokio;
 use origin::{Policy, RetryAfter, TestServer, host, self_inflicted};
 use serde_json::Value;
 
 /// Runs `rss fetch` in a fresh cache dir, with `store` as the gate store if any; feeds ok.
 async fn fetch(store: Option<&str>, urls: Vec<String>) -> usize {
     let cache = tempfile::tempdir().expect("temp dir");
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_rss"));
-    for var in [
-        "RSS_HOST_CONCURRENCY",
-        "RSS_MAX_GATE_WAIT_SECS",
-        "RSS_HOST_STATE",
-        "RSS_GATE_STORE",
-    ] {
-        cmd.env_remove(var);
-    }
+    let mut cmd = rss_tokio();
     if let Some(s) = store {
         cmd.env("RSS_GATE_STORE", s);
     }
@@ -39,36 +33,6 @@ async fn fetch(store: Option<&str>, urls: Vec<String>) -> usize {
     doc["feeds"]
         .as_array()
         .map_or(0, |f| f.iter().filter(|x| x["status"] == "ok").count())
-}
-
-fn redis() -> (std::process::Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = std::process::Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server on PATH (apt-get install redis-server)");
-    for _ in 0..250 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (child, format!("redis://127.0.0.1:{port}/0"))
 }
 
 async fn three_machines(store: Option<&str>, mode: &str) {
@@ -99,7 +63,8 @@ async fn three_machines(store: Option<&str>, mode: &str) {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
 async fn main() {
-    let (mut server, url) = redis();
+    let server = OwnRedis::start("redis-server", free_port());
+    let url = server.url();
     three_machines(Some(&url), "redis").await;
     three_machines(None, "file stores").await;
     println!("  target (redis): 24/24, <= 1 refusal, 0 self-inflicted, ratio <= 1.3");
@@ -122,6 +87,5 @@ async fn main() {
         best[1].as_secs_f64(),
         (best[0].as_secs_f64() - best[1].as_secs_f64()) * 1e3 / 100.0
     );
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
 }

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use origin::rss_bin::rss_tokio;
 use origin::{Policy, RetryAfter, TestServer, host, self_inflicted};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -21,16 +22,7 @@ use serde_json::{Value, json};
 const MODES: [(&str, bool); 2] = [("shared state", true), ("--no-host-state", false)];
 
 fn rss_command(cache: &Path, shared: bool) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_rss"));
-    for var in [
-        "RSS_HOST_CONCURRENCY",
-        "RSS_MAX_GATE_WAIT_SECS",
-        "RSS_MAX_COOLDOWN_SECS",
-        "RSS_HOST_STATE",
-        "RSS_GATE_STORE",
-    ] {
-        cmd.env_remove(var);
-    }
+    let mut cmd = rss_tokio();
     cmd.env("RSS_CACHE_DIR", cache)
         .env("RSS_HOST_STATE", if shared { "on" } else { "off" })
         .stderr(Stdio::null());

@@ -9,6 +9,7 @@ mod origin;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use origin::rss_bin::rss_tokio;
 use origin::{Policy, RetryAfter, host, report, seen};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -16,13 +17,8 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
 async fn session(cache: &std::path::Path) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_rss"));
-    cmd.args(["mcp", "--cache-dir"])
-        .arg(cache)
-        .env_remove("RSS_HOST_STATE")
-        .env_remove("RSS_GATE_STORE")
-        .env_remove("RSS_HOST_CONCURRENCY")
-        .env_remove("RSS_MAX_GATE_WAIT_SECS");
+    let mut cmd = rss_tokio();
+    cmd.args(["mcp", "--cache-dir"]).arg(cache);
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())
         .spawn()

@@ -10,7 +10,8 @@ mod origin;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use origin::{Policy, RetryAfter, host, seen};
+use origin::rss_bin::rss_tokio;
+use origin::{Policy, RetryAfter, host, rss_mib, seen};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -23,15 +24,6 @@ const CALLS: usize = 1_000;
 const HOSTS: usize = 20;
 const THROTTLING: usize = 2;
 const TOKEN: &str = "bench-token";
-
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
 async fn main() {
@@ -49,12 +41,10 @@ async fn main() {
         hosts.push(host(policy).await);
     }
     let cache = tempfile::tempdir().expect("temp dir");
-    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_rss"))
+    let mut server = rss_tokio()
         .args(["mcp", "--http", "127.0.0.1:0", "--max-sessions", "64"])
         .env("RSS_CACHE_DIR", cache.path())
         .env("RSS_MCP_TOKEN", TOKEN)
-        .env_remove("RSS_GATE_STORE")
-        .env_remove("RSS_HOST_STATE")
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()

@@ -5,23 +5,17 @@
 
 mod origin;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+use origin::rss_bin::rss_blocking;
 use origin::{Policy, RetryAfter, TestServer, host, report, seen};
 use serde_json::Value;
 
 fn rss(args: &[String], env: &[(&str, &str)]) -> (Value, Duration) {
     // Each run has a cache (and host state) of its own unless it names one.
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rss"));
-    cmd.args(args)
-        .env("RSS_CACHE_DIR", dir.path())
-        .env_remove("RSS_HOST_STATE")
-        .env_remove("RSS_GATE_STORE")
-        .env_remove("RSS_HOST_CONCURRENCY")
-        .env_remove("RSS_MAX_GATE_WAIT_SECS")
-        .env_remove("RSS_MAX_COOLDOWN_SECS");
+    let mut cmd = rss_blocking();
+    cmd.args(args).env("RSS_CACHE_DIR", dir.path());
     for (k, v) in env {
         cmd.env(k, v);
     }

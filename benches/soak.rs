@@ -13,7 +13,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use origin::{Policy, RetryAfter, TestServer, host};
+use origin::rss_bin::rss_tokio;
+use origin::{Policy, RetryAfter, TestServer, host, rss_mib};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
@@ -22,15 +23,6 @@ use serde_json::json;
 const HOSTS: usize = 50;
 const THROTTLING: usize = 5;
 const IN_FLIGHT: usize = 32;
-
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
 async fn main() {
@@ -50,16 +42,8 @@ async fn main() {
         hosts.push(host(policy).await);
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_rss"));
+    let mut cmd = rss_tokio();
     cmd.args(["mcp", "--cache-dir"]).arg(dir.path());
-    for var in [
-        "RSS_HOST_CONCURRENCY",
-        "RSS_MAX_GATE_WAIT_SECS",
-        "RSS_HOST_STATE",
-        "RSS_GATE_STORE",
-    ] {
-        cmd.env_remove(var);
-    }
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())
         .spawn()

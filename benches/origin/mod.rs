@@ -4,6 +4,10 @@
 
 #![allow(dead_code)]
 
+#[path = "../../tests/common/redis.rs"]
+pub mod redis;
+#[path = "../../tests/common/rss.rs"]
+pub mod rss_bin;
 #[path = "../../tests/common/server.rs"]
 pub mod server;
 
@@ -195,4 +199,14 @@ pub fn report(
         lower_bound.as_secs_f64(),
         wall.as_secs_f64() / lower_bound.as_secs_f64().max(1e-9)
     );
+}
+
+/// The resident memory of process `pid`, MiB (0 when it cannot be read).
+pub fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
 }

@@ -2,6 +2,10 @@
 
 #![allow(dead_code)]
 
+#[path = "../common/redis.rs"]
+pub mod redis;
+#[path = "../common/rss.rs"]
+pub mod rss_bin;
 #[path = "../common/server.rs"]
 pub mod server;
 
@@ -15,6 +19,7 @@ use rss::model::{FeedResult, FetchOutput, Item};
 use rss::ops::{self, CacheMode, Context, FetchOptions};
 use rss::{RenderOptions, Selection};
 
+pub use rss_bin::{RSS_ENV, rss_blocking, rss_tokio};
 pub use server::{Reply, TestServer};
 
 pub fn fixture_path(name: &str) -> PathBuf {
@@ -136,17 +141,6 @@ impl std::ops::DerefMut for RssCmd {
     }
 }
 
-/// Environment variables a test never inherits from the developer's shell.
-pub const RSS_ENV: [&str; 7] = [
-    "RSS_MCP_TOKEN",
-    "RSS_HOST_CONCURRENCY",
-    "RSS_MAX_COOLDOWN_SECS",
-    "RSS_MAX_GATE_WAIT_SECS",
-    "RSS_HOST_STATE",
-    "RSS_GATE_STORE",
-    "RSS_USER_AGENT",
-];
-
 pub fn rss_cmd() -> RssCmd {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut cmd = assert_cmd::Command::cargo_bin("rss").expect("binary");
@@ -162,10 +156,7 @@ pub fn rss_cmd() -> RssCmd {
 /// A `std::process::Command` for the binary with the same clean environment, and the
 /// cache directory `cache`.
 pub fn rss_std(cache: &Path) -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rss"));
-    for var in RSS_ENV {
-        cmd.env_remove(var);
-    }
+    let mut cmd = rss_blocking();
     cmd.env("RSS_CACHE_DIR", cache).env("NO_COLOR", "1");
     cmd
 }

@@ -46,16 +46,11 @@ async fn spawn(env: &[(&str, &str)]) -> Server {
 /// `rss mcp ARGS…` with `env`, a cache of its own, and an rmcp client connected.
 pub async fn spawn_with(extra: &[&str], env: &[(&str, &str)]) -> Server {
     let cache = tempfile::tempdir().unwrap();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_rss"));
+    let mut cmd = rss_tokio();
     cmd.arg("mcp")
         .args(extra)
         .arg("--cache-dir")
-        .arg(cache.path())
-        .env_remove("RSS_HOST_CONCURRENCY")
-        .env_remove("RSS_MAX_GATE_WAIT_SECS")
-        .env_remove("RSS_MAX_COOLDOWN_SECS")
-        .env_remove("RSS_HOST_STATE")
-        .env_remove("RSS_GATE_STORE");
+        .arg(cache.path());
     for (k, v) in env {
         cmd.env(k, v);
     }

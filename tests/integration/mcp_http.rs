@@ -29,10 +29,7 @@ struct HttpServer {
 impl HttpServer {
     async fn start(extra: &[&str]) -> HttpServer {
         let cache = tempfile::tempdir().unwrap();
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_rss"));
-        for var in RSS_ENV {
-            cmd.env_remove(var);
-        }
+        let mut cmd = rss_tokio();
         cmd.args(["mcp", "--http", "127.0.0.1:0"])
             .args(extra)
             .env("RSS_CACHE_DIR", cache.path())

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::helpers::redis::{OwnRedis, free_port};
 use crate::helpers::*;
 use crate::hosts::{statuses, urls};
 
@@ -108,51 +109,6 @@ async fn a_worker_killed_holding_a_send_slot_frees_it_within_seconds() {
     crate::hosts::killed_sender_frees_the_host(Some(&store)).await;
 }
 
-/// A Redis server of the test's own, on a free loopback port; killed when dropped.
-struct OwnRedis {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl OwnRedis {
-    fn start(bin: &str, port: u16) -> OwnRedis {
-        let child = std::process::Command::new(bin)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts");
-        let server = OwnRedis { child, port };
-        for _ in 0..250 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return server;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("redis-server did not listen on {port} within 5 s");
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
-    }
-}
-
-impl Drop for OwnRedis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_stopped_mid_run_costs_a_warning_and_back_it_is_used_again() {
     let Some(bin) = std::env::var("RSS_TEST_REDIS_SERVER")
@@ -162,11 +118,7 @@ async fn redis_stopped_mid_run_costs_a_warning_and_back_it_is_used_again() {
         eprintln!("skipped: RSS_TEST_REDIS_SERVER is not set (.ci/run installs redis-server)");
         return;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut redis = Some(OwnRedis::start(&bin, port));
     let store = redis.as_ref().unwrap().url();
     let srv = TestServer::start(|_| Reply::xml(FEED).delay(Duration::from_millis(300))).await;
