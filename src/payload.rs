@@ -111,13 +111,18 @@ pub struct PayloadReader {
     pos: usize,
 }
 
+/// `Read::read` for a reader whose buffer is the source: copies from `fill_buf`.
+pub(crate) fn read_buffered(r: &mut impl BufRead, buf: &mut [u8]) -> io::Result<usize> {
+    let available = r.fill_buf()?;
+    let n = available.len().min(buf.len());
+    buf[..n].copy_from_slice(&available[..n]);
+    r.consume(n);
+    Ok(n)
+}
+
 impl Read for PayloadReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Ok(n)
+        read_buffered(self, buf)
     }
 }
 

@@ -286,11 +286,7 @@ impl Transcoder {
 
 impl Read for Transcoder {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Ok(n)
+        crate::payload::read_buffered(self, buf)
     }
 }
 
