@@ -167,6 +167,8 @@ pub struct Cache {
     dir: PathBuf,
     /// The cap on bytes on disk (`None` or 0: no cap).
     max_bytes: Option<u64>,
+    /// What this process knows of the cache's size since it last measured it.
+    size: std::sync::Arc<std::sync::Mutex<size::Known>>,
 }
 
 fn key(feed_url: &str) -> String {
@@ -187,6 +189,7 @@ impl Cache {
         Ok(Cache {
             dir: dir.to_path_buf(),
             max_bytes: Some(DEFAULT_MAX_BYTES),
+            size: Default::default(),
         })
     }
 
@@ -310,7 +313,7 @@ impl Cache {
                 }
             }
         }
-        self.enforce_cap(&k);
+        self.enforce_cap(&k, body.len() as u64);
         Ok(meta)
     }
 

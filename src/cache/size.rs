@@ -1,8 +1,12 @@
 //! What the cache costs on disk, and the cap that keeps it there: whole entries are evicted,
 //! least recently fetched first, when a write passes `--cache-max-bytes`.
 //!
-//! One process evicts at a time (an advisory lock on `.evict.lock`, waited for: each
-//! writer checks the cap after its own write, so the cap holds when the writers are done). An entry goes metadata first, then its
+//! Measuring the directory costs a `stat` per file, so a write does not always measure it:
+//! while the size this process last measured, plus what it wrote since, stays under three
+//! quarters of the cap, and for at most [`WRITES_UNMEASURED`] writes, the write is only
+//! counted. Nearer the cap every write measures, under an advisory lock on `.evict.lock`
+//! (one process evicts at a time; each waits its turn), so the cap holds when the writers
+//! are done. An entry goes metadata first, then its
 //! bodies, so a reader meets a whole entry or a miss, never a torn one. A body no metadata
 //! names (a writer between its two renames, or a superseded body) is kept through its grace
 //! period and counted meanwhile.
@@ -16,6 +20,18 @@ use super::{Cache, Meta, SUPERSEDED_BODY_GRACE};
 
 /// The default cap on the cache's bytes on disk: 1 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+
+/// Writes counted without measuring the directory, at most, between two measurements.
+const WRITES_UNMEASURED: u32 = 32;
+
+/// The cache's size as this process last measured it, and what it wrote since.
+#[derive(Debug, Default)]
+pub(crate) struct Known {
+    /// Bytes at the last measurement plus bytes written since (`None`: never measured).
+    bytes: Option<u64>,
+    /// Writes since the last measurement.
+    writes: u32,
+}
 
 /// One feed's files as found on disk.
 #[derive(Debug, Default)]
@@ -79,10 +95,21 @@ impl Cache {
     /// Brings the cache under its cap after the entry `keep` was written: evicts whole
     /// entries, least recently fetched first, never `keep`; sweeps orphan bodies past their
     /// grace. Returns the feed URLs evicted.
-    pub(crate) fn enforce_cap(&self, keep: &str) -> Vec<String> {
+    pub(crate) fn enforce_cap(&self, keep: &str, written: u64) -> Vec<String> {
         let Some(max) = self.max_bytes.filter(|m| *m > 0) else {
             return Vec::new();
         };
+        {
+            let mut known = self.size.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(bytes) = known.bytes
+                && bytes.saturating_add(written) <= max - max / 4
+                && known.writes < WRITES_UNMEASURED
+            {
+                known.bytes = Some(bytes + written);
+                known.writes += 1;
+                return Vec::new();
+            }
+        }
         let lock_path = self.dir.join(".evict.lock");
         let Ok(lock) = fs::File::create(&lock_path) else {
             return Vec::new();
@@ -91,9 +118,21 @@ impl Cache {
             return Vec::new();
         }
         let mut total = dir_bytes(&self.dir);
-        if total <= max {
-            return Vec::new();
-        }
+        let evicted = if total > max {
+            self.evict(keep, max, &mut total)
+        } else {
+            Vec::new()
+        };
+        *self.size.lock().unwrap_or_else(|e| e.into_inner()) = Known {
+            bytes: Some(total),
+            writes: 0,
+        };
+        drop(lock);
+        evicted
+    }
+
+    /// Evicts entries (never `keep`) until `total` is within `max`; the feed URLs evicted.
+    fn evict(&self, keep: &str, max: u64, total: &mut u64) -> Vec<String> {
         let mut entries: Vec<(String, OnDisk)> = self.on_disk().into_iter().collect();
         // Orphans first (no metadata, past grace), then the least recently fetched (ties,
         // within a second, by the metadata file's age).
@@ -113,7 +152,7 @@ impl Cache {
         });
         let mut evicted = Vec::new();
         for (key, entry) in entries {
-            if total <= max {
+            if *total <= max {
                 break;
             }
             if key == keep {
@@ -134,9 +173,8 @@ impl Cache {
                     freed
                 }
             };
-            total = total.saturating_sub(freed);
+            *total = total.saturating_sub(freed);
         }
-        drop(lock);
         evicted
     }
 }
@@ -165,4 +203,43 @@ fn remove_past_grace(entry: &OnDisk) -> u64 {
         .filter(|f| fs::remove_file(&f.0).is_ok())
         .map(|f| f.1)
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::StoreRequest;
+    use crate::payload::Payload;
+
+    fn store(cache: &Cache, url: &str, len: usize) {
+        let req = StoreRequest {
+            feed_url: url,
+            final_url: url,
+            etag: None,
+            last_modified: None,
+            content_type: None,
+        };
+        cache.store(&req, &Payload::from(vec![b'x'; len])).unwrap();
+    }
+
+    fn writes_unmeasured(cache: &Cache) -> u32 {
+        cache.size.lock().unwrap().writes
+    }
+
+    #[test]
+    fn far_below_the_cap_writes_are_counted_and_near_it_each_one_measures() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap().with_max_bytes(100_000);
+        store(&cache, "http://a/0", 10_000);
+        assert_eq!(writes_unmeasured(&cache), 0, "the first write measures");
+        store(&cache, "http://a/1", 10_000);
+        store(&cache, "http://a/2", 10_000);
+        assert_eq!(writes_unmeasured(&cache), 2);
+        // Past three quarters of the cap (by what was counted), every write measures.
+        for i in 3..12 {
+            store(&cache, &format!("http://a/{i}"), 10_000);
+        }
+        assert_eq!(writes_unmeasured(&cache), 0);
+        assert!(dir_bytes(dir.path()) <= 100_000);
+    }
 }
