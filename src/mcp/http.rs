@@ -106,10 +106,7 @@ impl HttpOptions {
     /// The `Host` values accepted for the bound address `local`: its IP with and without
     /// the port, `localhost` on loopback, and every `--allowed-host`.
     fn hosts(&self, local: SocketAddr) -> Vec<String> {
-        let ip = match local.ip() {
-            IpAddr::V6(v6) => format!("[{v6}]"),
-            v4 => v4.to_string(),
-        };
+        let ip = host_of(local.ip());
         let mut hosts = vec![format!("{ip}:{}", local.port()), ip];
         if local.ip().is_loopback() {
             hosts.push(format!("localhost:{}", local.port()));
@@ -122,10 +119,7 @@ impl HttpOptions {
     /// The browser origins accepted: the bound address itself (and `localhost` on
     /// loopback) at its port, and each `--allowed-host` over http and https.
     fn origins(&self, local: SocketAddr) -> Vec<String> {
-        let ip = match local.ip() {
-            IpAddr::V6(v6) => format!("[{v6}]"),
-            v4 => v4.to_string(),
-        };
+        let ip = host_of(local.ip());
         let mut origins = vec![format!("http://{ip}:{}", local.port())];
         if local.ip().is_loopback() {
             origins.push(format!("http://localhost:{}", local.port()));
@@ -140,6 +134,14 @@ impl HttpOptions {
             }
         }
         origins
+    }
+}
+
+/// `ip` as the host part of an authority (IPv6 in brackets).
+fn host_of(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V6(v6) => format!("[{v6}]"),
+        v4 => v4.to_string(),
     }
 }
 
