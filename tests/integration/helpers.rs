@@ -10,7 +10,7 @@ pub mod rss_bin;
 pub mod server;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rss::Config;
 use rss::config::Overrides;
@@ -185,5 +185,20 @@ pub async fn wait_until(what: &str, cond: impl Fn() -> bool) {
     while !cond() {
         assert!(std::time::Instant::now() < deadline, "{what} within 30 s");
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits for `child` to exit, at most `within`; its exit code and how long it took.
+pub fn exit_within(child: &mut std::process::Child, within: Duration) -> (Option<i32>, Duration) {
+    let started = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return (st.code(), started.elapsed());
+        }
+        if started.elapsed() > within {
+            let _ = child.kill();
+            panic!("the process did not exit within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }

@@ -32,23 +32,12 @@ async fn a_body_over_the_cap_stops_reading_and_drops_the_connection() {
     assert_eq!(err.code, "RESPONSE_TOO_LARGE");
     assert_eq!(err.details["limit_bytes"], 1024 * 1024);
     // The server notices the hang-up long before its 512 MiB are out.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let hit = &srv.hits()[0];
-        if hit.client_hung_up {
-            assert!(
-                hit.bytes_sent < 64 * 1024 * 1024,
-                "sent {} bytes",
-                hit.bytes_sent
-            );
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server never saw the connection dropped"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the server sees the connection dropped", || {
+        srv.hits()[0].client_hung_up
+    })
+    .await;
+    let sent = srv.hits()[0].bytes_sent;
+    assert!(sent < 64 * 1024 * 1024, "sent {sent} bytes");
 }
 
 #[tokio::test]
@@ -190,17 +179,7 @@ fn run_bounded(
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = started + within;
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("`rss {}` ran past {within:?}", args.join(" "));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    exit_within(&mut child, within);
     let out = child.wait_with_output().unwrap();
     let stdout = if out.stdout.is_empty() {
         serde_json::Value::Null

@@ -457,10 +457,10 @@ async fn a_batch_call_reports_progress_when_asked() {
     let r = s.client.call_tool(params).await.unwrap();
     assert_eq!(structured(&r)["feeds"].as_array().unwrap().len(), 4);
     // Notifications may trail the response by a moment.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while s.progress.lock().unwrap().len() < 4 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("four progress notifications", || {
+        s.progress.lock().unwrap().len() >= 4
+    })
+    .await;
     let p = s.progress.lock().unwrap().clone();
     assert_eq!(p.len(), 4, "{p:?}");
     assert_eq!(p.last().unwrap().progress, 4.0);
@@ -479,18 +479,11 @@ async fn the_server_exits_cleanly_when_stdin_closes() {
         .spawn()
         .unwrap();
     drop(child.stdin.take());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(Instant::now() < deadline, "the server did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (code, _) = exit_within(&mut child, Duration::from_secs(10));
     let mut out = String::new();
     std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
     assert!(out.is_empty(), "stdout carries only the protocol: {out:?}");
-    assert!(status.success(), "{status:?}");
+    assert_eq!(code, Some(0));
 }
 
 /// The official Python SDK as a third-party client: initialize, list tools, call

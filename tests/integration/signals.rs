@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -15,21 +15,6 @@ fn send_signal(child: &Child, sig: &str) {
         .status()
         .unwrap();
     assert!(ok.success());
-}
-
-/// Waits for `child` to exit, at most `within`; its exit code and how long it took.
-fn exit_within(child: &mut Child, within: Duration) -> (Option<i32>, Duration) {
-    let started = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return (st.code(), started.elapsed());
-        }
-        if started.elapsed() > within {
-            let _ = child.kill();
-            panic!("the process did not exit within {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,9 +134,5 @@ async fn sigterm_ends_the_mcp_server_cancelling_its_calls() {
     assert_eq!(code, Some(0));
     assert!(took < Duration::from_secs(2), "{took:?}");
     // The stalled request's connection was dropped, not left open.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !srv.hits()[0].client_hung_up {
-        assert!(Instant::now() < deadline, "the connection was left open");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the connection is dropped", || srv.hits()[0].client_hung_up).await;
 }
