@@ -202,3 +202,17 @@ pub fn exit_within(child: &mut std::process::Child, within: Duration) -> (Option
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// A host that answers `/slow` after 120 s (long past any budget a test waits) and any
+/// other path at once, with a small valid feed.
+pub async fn slow_and_fast_host() -> TestServer {
+    const FEED: &str = "<rss><channel><title>T</title><item><title>i</title><link>https://x.example/i</link></item></channel></rss>";
+    TestServer::start(|req| {
+        if req.path == "/slow" {
+            Reply::xml(FEED).delay(Duration::from_secs(120))
+        } else {
+            Reply::xml(FEED)
+        }
+    })
+    .await
+}

@@ -195,14 +195,7 @@ async fn a_process_killed_while_sending_frees_the_host_at_once() {
 /// through the kernel's release of its lock (one cache dir, `store` `None`), or through
 /// the lapse of its Redis lease (separate cache dirs, `store` the Redis URL).
 pub async fn killed_sender_frees_the_host(store: Option<&str>) {
-    let srv = TestServer::start(|req| {
-        if req.path == "/slow" {
-            Reply::xml(FEED).delay(Duration::from_secs(120))
-        } else {
-            Reply::xml(FEED)
-        }
-    })
-    .await;
+    let srv = slow_and_fast_host().await;
     let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let second = if store.is_some() { &second } else { &first };
     let mut holder = rss_std(first.path());

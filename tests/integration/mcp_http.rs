@@ -269,15 +269,11 @@ fn a_remote_address_without_allow_remote_and_a_token_is_a_usage_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_ends_the_server_with_exit_0_within_5_s_even_mid_call() {
-    let slow = TestServer::with_routes(vec![(
-        "/slow.xml",
-        Reply::xml(FEED).delay(Duration::from_secs(60)),
-    )])
-    .await;
+    let slow = slow_and_fast_host().await;
     let mut server = HttpServer::start(&[]).await;
     let client = Arc::new(server.client().await);
     let c = client.clone();
-    let url = slow.url("/slow.xml");
+    let url = slow.url("/slow");
     let _call = tokio::spawn(async move {
         c.call_tool(
             CallToolRequestParams::new("fetch_feed").with_arguments(args(json!({ "url": url }))),
@@ -300,14 +296,7 @@ async fn sigterm_ends_the_server_with_exit_0_within_5_s_even_mid_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_hangs_up_mid_call_frees_the_host_at_once() {
-    let host = TestServer::start(|req| {
-        if req.path == "/slow.xml" {
-            Reply::xml(FEED).delay(Duration::from_secs(60))
-        } else {
-            Reply::xml(FEED)
-        }
-    })
-    .await;
+    let host = slow_and_fast_host().await;
     let server = HttpServer::start(&[]).await;
     // A raw client, as a crashed agent looks: it opens a session, starts a call, and its
     // connection closes while the call runs.
@@ -345,7 +334,7 @@ async fn a_client_that_hangs_up_mid_call_frees_the_host_at_once() {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
             "name": "fetch_feed", "arguments": {"url": url}}})
     };
-    let pending = send(call(2, host.url("/slow.xml"))).await.unwrap();
+    let pending = send(call(2, host.url("/slow"))).await.unwrap();
     assert!(pending.status().is_success());
     wait_until("the slow host sees the call", || host.count() == 1).await;
     drop(pending);
@@ -357,7 +346,7 @@ async fn a_client_that_hangs_up_mid_call_frees_the_host_at_once() {
         .await
         .unwrap();
     assert!(answer.contains("\"status\":\"ok\""), "{answer}");
-    // Held, the host would stay taken for the slow reply's 60 s.
+    // Held, the host would stay taken for the slow reply's 120 s.
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "the host stayed taken for {:?}",
