@@ -37,6 +37,9 @@ pub const ENV_CACHE_MAX_BYTES: &str = "RSS_CACHE_MAX_BYTES";
 pub const ENV_GATE_STORE: &str = "RSS_GATE_STORE";
 /// Environment variable: `1` refuses requests to non-public addresses.
 pub const ENV_DENY_PRIVATE_NETWORKS: &str = "RSS_DENY_PRIVATE_NETWORKS";
+/// Environment variable (for tests): moves this process's wall clock, as the host-state
+/// file store reads it, by this many milliseconds (negative: behind).
+pub const ENV_TEST_WALL_CLOCK_SKEW: &str = "RSS_TEST_WALL_CLOCK_SKEW_MS";
 
 /// The accepted ranges of the tunables (inclusive).
 pub mod limits {
@@ -134,6 +137,9 @@ pub struct Config {
     pub file_access: crate::local::FileAccess,
     /// Refuse requests to loopback, private, link-local and other non-public addresses.
     pub deny_private_networks: bool,
+    /// This process's wall clock moved by this much as the file store reads it (a test
+    /// knob, `RSS_TEST_WALL_CLOCK_SKEW_MS`; 0 otherwise).
+    pub wall_clock_skew_ms: i64,
 }
 
 impl Default for Config {
@@ -150,6 +156,7 @@ impl Default for Config {
             cache_max_bytes: crate::cache::DEFAULT_MAX_BYTES,
             file_access: crate::local::FileAccess::default(),
             deny_private_networks: false,
+            wall_clock_skew_ms: 0,
         }
     }
 }
@@ -262,6 +269,13 @@ impl Config {
         if let Some(n) = overrides.concurrency {
             in_range(n as u64, limits::CONCURRENCY, "--concurrency")?;
             config.concurrency = n;
+        }
+        if let Some(skew) = env(ENV_TEST_WALL_CLOCK_SKEW).filter(|s| !s.trim().is_empty()) {
+            config.wall_clock_skew_ms = skew.trim().parse().map_err(|_| {
+                Error::usage(format!(
+                    "{ENV_TEST_WALL_CLOCK_SKEW}={skew:?} is not a number of milliseconds"
+                ))
+            })?;
         }
         if let Some(dir) = overrides.cache_dir {
             config.cache_dir = Some(dir);

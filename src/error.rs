@@ -10,91 +10,96 @@ use crate::model::ErrorObject;
 /// A boxed error source for failures that come from several libraries (XML, JSON).
 pub type BoxSource = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// The stable error codes of the contract.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The stable error codes of the contract: the one list. Each code's wire name and what it
+/// tells a caller to do are written here once; `as_str`, `meaning` and `all` derive from it.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+    strum::EnumMessage,
+)]
 pub enum ErrorCode {
     /// Bad flags or arguments.
+    #[strum(
+        serialize = "USAGE_ERROR",
+        message = "the arguments are wrong; fix them, do not retry as is"
+    )]
     Usage,
     /// A URL that does not parse or whose scheme is not http(s) or file.
+    #[strum(
+        serialize = "INVALID_URL",
+        message = "the input is not an http(s) URL or readable path"
+    )]
     InvalidUrl,
     /// The network failed: timeout, connect, dns, tls, body, redirect.
+    #[strum(
+        serialize = "NETWORK_ERROR",
+        message = "the host could not be reached or broke off (details.kind); retrying later may work"
+    )]
     Network,
     /// The origin answered with an HTTP error status.
+    #[strum(
+        serialize = "FEED_FETCH_FAILED",
+        message = "the origin answered with an error status (details.http_status); a 403 is a block, not a window"
+    )]
     FeedFetchFailed,
     /// The body is not a readable feed.
+    #[strum(
+        serialize = "FEED_PARSE_FAILED",
+        message = "the body is not a feed; for a web page, call discover_feeds"
+    )]
     FeedParseFailed,
     /// The origin (or the gate) asked us to wait.
+    #[strum(
+        serialize = "RATE_LIMITED",
+        message = "the host asked to be left alone; wait details.retry_after_seconds before asking for it again"
+    )]
     RateLimited,
     /// A body over `--max-body-bytes`, or an MCP result over its token budget.
+    #[strum(
+        serialize = "RESPONSE_TOO_LARGE",
+        message = "too big: follow details.suggested_limit or suggested_max_content_chars"
+    )]
     ResponseTooLarge,
     /// A local file could not be read or written.
+    #[strum(serialize = "IO_ERROR", message = "a local file could not be read or written")]
     Io,
     /// `rss show` found no such item.
+    #[strum(
+        serialize = "NOT_FOUND",
+        message = "no such item; list current ids with fetch_feed"
+    )]
     NotFound,
     /// The run was stopped by `SIGINT` or `SIGTERM` before it finished.
+    #[strum(
+        serialize = "INTERRUPTED",
+        message = "the run was stopped by a signal before it finished"
+    )]
     Interrupted,
     /// A bug in `rss`.
+    #[strum(serialize = "INTERNAL_ERROR", message = "a bug in rss; report it")]
     Internal,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 11] = [
-        ErrorCode::Usage,
-        ErrorCode::InvalidUrl,
-        ErrorCode::Network,
-        ErrorCode::FeedFetchFailed,
-        ErrorCode::FeedParseFailed,
-        ErrorCode::RateLimited,
-        ErrorCode::ResponseTooLarge,
-        ErrorCode::Io,
-        ErrorCode::NotFound,
-        ErrorCode::Interrupted,
-        ErrorCode::Internal,
-    ];
+    pub fn all() -> impl Iterator<Item = ErrorCode> {
+        <ErrorCode as strum::IntoEnumIterator>::iter()
+    }
 
     /// The wire string of this code.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::Usage => "USAGE_ERROR",
-            ErrorCode::InvalidUrl => "INVALID_URL",
-            ErrorCode::Network => "NETWORK_ERROR",
-            ErrorCode::FeedFetchFailed => "FEED_FETCH_FAILED",
-            ErrorCode::FeedParseFailed => "FEED_PARSE_FAILED",
-            ErrorCode::RateLimited => "RATE_LIMITED",
-            ErrorCode::ResponseTooLarge => "RESPONSE_TOO_LARGE",
-            ErrorCode::Io => "IO_ERROR",
-            ErrorCode::NotFound => "NOT_FOUND",
-            ErrorCode::Interrupted => "INTERRUPTED",
-            ErrorCode::Internal => "INTERNAL_ERROR",
-        }
+        self.into()
     }
 
     /// What this code tells a caller to do, in one line.
     pub fn meaning(self) -> &'static str {
-        match self {
-            ErrorCode::Usage => "the arguments are wrong; fix them, do not retry as is",
-            ErrorCode::InvalidUrl => "the input is not an http(s) URL or readable path",
-            ErrorCode::Network => {
-                "the host could not be reached or broke off (details.kind); retrying later may work"
-            }
-            ErrorCode::FeedFetchFailed => {
-                "the origin answered with an error status (details.http_status); a 403 is a block, not a window"
-            }
-            ErrorCode::FeedParseFailed => {
-                "the body is not a feed; for a web page, call discover_feeds"
-            }
-            ErrorCode::RateLimited => {
-                "the host asked to be left alone; wait details.retry_after_seconds before asking for it again"
-            }
-            ErrorCode::ResponseTooLarge => {
-                "too big: follow details.suggested_limit or suggested_max_content_chars"
-            }
-            ErrorCode::Io => "a local file could not be read or written",
-            ErrorCode::NotFound => "no such item; list current ids with fetch_feed",
-            ErrorCode::Interrupted => "the run was stopped by a signal before it finished",
-            ErrorCode::Internal => "a bug in rss; report it",
-        }
+        strum::EnumMessage::get_message(&self).unwrap_or("")
     }
 }
 
@@ -253,6 +258,18 @@ pub enum Error {
         /// What was looked for, and a hint.
         message: String,
     },
+    /// Another process kept a host's shared send slot busy past this call's limit (a
+    /// stopped process, say).
+    #[error(
+        "another rss process has kept the send slot of {host} busy for {} s without letting go (is it stopped?)",
+        waited.as_secs()
+    )]
+    SlotHeld {
+        /// The host key.
+        host: String,
+        /// How long this call waited for it.
+        waited: Duration,
+    },
     /// The shared host-state store failed (`rss hosts`).
     #[error("host state: {0}")]
     HostStore(#[source] crate::hosts::StoreError),
@@ -350,7 +367,9 @@ impl Error {
         match self {
             Error::Usage { .. } => ErrorCode::Usage,
             Error::InvalidUrl { .. } => ErrorCode::InvalidUrl,
-            Error::Network { .. } | Error::Redirect { .. } => ErrorCode::Network,
+            Error::Network { .. } | Error::Redirect { .. } | Error::SlotHeld { .. } => {
+                ErrorCode::Network
+            }
             Error::HttpStatus { .. } => ErrorCode::FeedFetchFailed,
             Error::RateLimited { .. } => ErrorCode::RateLimited,
             Error::Parse { .. } => ErrorCode::FeedParseFailed,
@@ -368,6 +387,11 @@ impl Error {
             Error::InvalidUrl { input, .. } => json!({ "input": input }),
             Error::Network { kind, url, .. } => json!({ "kind": kind.as_str(), "url": url }),
             Error::Redirect { hops, .. } => json!({ "kind": "redirect", "hops": hops }),
+            Error::SlotHeld { host, waited } => json!({
+                "kind": "timeout",
+                "host": host,
+                "waited_ms": waited.as_millis() as u64,
+            }),
             Error::HttpStatus { status, url } => json!({ "http_status": status, "url": url }),
             Error::RateLimited {
                 wait,
@@ -515,7 +539,7 @@ mod tests {
     #[test]
     fn every_code_string_is_distinct_and_upper_snake() {
         let mut seen = std::collections::HashSet::new();
-        for code in ErrorCode::ALL {
+        for code in ErrorCode::all() {
             let s = code.as_str();
             assert!(seen.insert(s), "duplicate {s}");
             assert!(s.chars().all(|c| c.is_ascii_uppercase() || c == '_'));

@@ -191,9 +191,23 @@ pub struct ErrorObject {
     pub details: serde_json::Map<String, serde_json::Value>,
 }
 
-/// A warning's stable code: the one list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+/// A warning's stable code: the one list (its wire names, `as_str` and `all` derive from
+/// it).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum WarningCode {
     /// The feed needed repairs to be read (undeclared prefixes, bad entities, missing end tags, a body cut short).
     FeedRepaired,
@@ -221,43 +235,20 @@ pub enum WarningCode {
     GateStoreUnavailable,
     /// A host's stored state was unreadable and was ignored.
     HostStateCorrupt,
+    /// A shared send slot lapsed while its request was on the wire (the process was
+    /// stalled past the slot's lifetime): another worker may have sent beside it.
+    GateSlotLost,
 }
 
 impl WarningCode {
     /// Every code, in the order the README lists them.
-    pub const ALL: [WarningCode; 13] = [
-        WarningCode::FeedRepaired,
-        WarningCode::ElementSkipped,
-        WarningCode::ItemsCapped,
-        WarningCode::UndatedItems,
-        WarningCode::ContentExtractionFallback,
-        WarningCode::CacheUnavailable,
-        WarningCode::CacheEntryCorrupt,
-        WarningCode::CacheWriteFailed,
-        WarningCode::ServedStale,
-        WarningCode::FeedsGuessedFromLinks,
-        WarningCode::NoFeedsFound,
-        WarningCode::GateStoreUnavailable,
-        WarningCode::HostStateCorrupt,
-    ];
+    pub fn all() -> impl Iterator<Item = WarningCode> {
+        <WarningCode as strum::IntoEnumIterator>::iter()
+    }
 
     /// The code as it appears in the output.
     pub fn as_str(self) -> &'static str {
-        match self {
-            WarningCode::FeedRepaired => "FEED_REPAIRED",
-            WarningCode::ElementSkipped => "ELEMENT_SKIPPED",
-            WarningCode::ItemsCapped => "ITEMS_CAPPED",
-            WarningCode::UndatedItems => "UNDATED_ITEMS",
-            WarningCode::ContentExtractionFallback => "CONTENT_EXTRACTION_FALLBACK",
-            WarningCode::CacheUnavailable => "CACHE_UNAVAILABLE",
-            WarningCode::CacheEntryCorrupt => "CACHE_ENTRY_CORRUPT",
-            WarningCode::CacheWriteFailed => "CACHE_WRITE_FAILED",
-            WarningCode::ServedStale => "SERVED_STALE",
-            WarningCode::FeedsGuessedFromLinks => "FEEDS_GUESSED_FROM_LINKS",
-            WarningCode::NoFeedsFound => "NO_FEEDS_FOUND",
-            WarningCode::GateStoreUnavailable => "GATE_STORE_UNAVAILABLE",
-            WarningCode::HostStateCorrupt => "HOST_STATE_CORRUPT",
-        }
+        self.into()
     }
 }
 
@@ -457,7 +448,7 @@ pub struct HostsOutput {
     pub warnings: Vec<Warning>,
 }
 
-/// One host's learned state.
+/// One host's learned state: exactly what the gate enforces, each part with when it lapses.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct HostInfo {
     /// The host key: lowercased `host:port`.
@@ -467,15 +458,19 @@ pub struct HostInfo {
     pub cooling_down_until: Option<String>,
     /// Requests are spaced until this time, after a recent refusal; `null` when not warm.
     pub warm_until: Option<String>,
-    /// Refusals in a row (each success steps it down by one).
+    /// Refusals in a row while warm (each success steps it down by one); 0 when not warm.
     pub depth: u32,
     /// The learned floor in milliseconds: no request goes sooner than this after the last
-    /// admitted one (the host once refused a narrower gap).
+    /// admitted one (the host once refused a narrower gap); `null` when none is enforced.
     pub floor_ms: Option<u64>,
-    /// The host's last `Retry-After`, in milliseconds.
+    /// When the floor stops being enforced (a floor lifetime after the last refusal).
+    pub floor_until: Option<String>,
+    /// The host's last `Retry-After` while warm, in milliseconds (it sets the spacing).
     pub last_retry_after_ms: Option<u64>,
     /// The last HTTP status the host answered.
     pub last_status: Option<u16>,
     /// When the state last changed (UTC RFC 3339).
     pub updated_at: String,
+    /// When every part has lapsed and the entry is deleted.
+    pub lapses_at: Option<String>,
 }

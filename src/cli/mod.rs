@@ -91,6 +91,15 @@ fn run_main() -> u8 {
     } else {
         200
     };
+    // Send slots still held in a shared store (a send the signal cut short) go back now,
+    // so the next worker on that host does not wait for them to lapse.
+    runtime.block_on(async {
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(1),
+            crate::hosts::release_held(),
+        )
+        .await;
+    });
     runtime.shutdown_timeout(std::time::Duration::from_millis(grace));
     match result {
         Ok(code) => code,

@@ -7,7 +7,7 @@
 
 mod state;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -38,6 +38,8 @@ pub struct GateParams {
     pub warm_window: Duration,
     /// The longest a call may wait before its send (permit queue and pacing together).
     pub max_gate_wait: Duration,
+    /// How long a learned floor is enforced after the host's last refusal.
+    pub floor_lifetime: Duration,
 }
 
 impl Default for GateParams {
@@ -49,6 +51,7 @@ impl Default for GateParams {
             sticky_spacing: Duration::from_secs(1),
             warm_window: Duration::from_secs(120),
             max_gate_wait: Duration::from_secs(60),
+            floor_lifetime: Duration::from_secs(3600),
         }
     }
 }
@@ -103,16 +106,30 @@ pub struct Throttled {
     pub wait: Duration,
 }
 
+/// What the gate tracks for one host besides its learned state: who is queued for a
+/// permit and which holders have not started their send. A wait estimate counts exactly
+/// these (a holder already sending has moved the host's next send on by itself).
+#[derive(Debug, Default)]
+struct SlotState {
+    host: HostState,
+    /// Tickets of the callers queued for a permit; a smaller ticket came first, and the
+    /// permits are handed out in that order.
+    queued: BTreeSet<u64>,
+    next_ticket: u64,
+    /// Permit holders whose send has not started (pacing, or about to retry).
+    unstarted: usize,
+}
+
 #[derive(Debug)]
 struct HostSlot {
     permits: Arc<Semaphore>,
-    state: Mutex<(HostState, usize)>,
+    state: Mutex<SlotState>,
     /// Signalled whenever the state changes, so queued callers re-estimate their wait.
     changed: Notify,
 }
 
 impl HostSlot {
-    fn lock(&self) -> MutexGuard<'_, (HostState, usize)> {
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
         // Every update is a few assignments, so a poisoned lock is still consistent.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -150,10 +167,9 @@ impl Gate {
             let p = self.params;
             // Only slots nobody holds, waits on, or needs to remember go.
             slots.retain(|_, s| {
-                Arc::strong_count(s) > 1 || s.permits.available_permits() < p.host_concurrency || {
-                    let state = &s.lock().0;
-                    state.is_learned() && !state.is_expired(&p, now)
-                }
+                Arc::strong_count(s) > 1
+                    || s.permits.available_permits() < p.host_concurrency
+                    || s.lock().host.is_live(now)
             });
         }
         slots
@@ -161,7 +177,7 @@ impl Gate {
             .or_insert_with(|| {
                 Arc::new(HostSlot {
                     permits: Arc::new(Semaphore::new(self.params.host_concurrency)),
-                    state: Mutex::new((HostState::default(), 0)),
+                    state: Mutex::new(SlotState::default()),
                     changed: Notify::new(),
                 })
             })
@@ -175,8 +191,10 @@ impl Gate {
 
     /// Waits for `key`'s turn and returns the permit to send. It fails at once, without
     /// waiting, when the turn is known to come after `deadline`: on entry, and again each
-    /// time the host's state changes while it queues. A host that is merely slow (its
-    /// permit held by a long send) is waited for.
+    /// time the host's state changes while it queues. The wait it knows is a lower bound:
+    /// the host's pacing, then one warm spacing for each send that must go before this
+    /// one (queued callers ahead of it and holders that have not started). A host that is
+    /// merely slow (its permit held by a long send) is waited for.
     pub async fn acquire(&self, key: &HostKey, deadline: Instant) -> Result<Permit, Throttled> {
         let started = Instant::now();
         let slot = self.slot(key);
@@ -184,19 +202,25 @@ impl Gate {
             host: key.clone(),
             wait,
         };
-        {
+        let ticket = {
             let mut guard = slot.lock();
             let now = Instant::now();
-            let ahead = guard.1 + self.holders(&slot);
-            let estimate = self.estimate(&guard.0, now, ahead);
+            let ahead = guard.unstarted + guard.queued.len();
+            let estimate = self.estimate(&guard.host, now, ahead);
             // Nothing to wait for is never a reason to fail: a batch that spent its budget
             // on a slow but willing host still sends to it.
             if !estimate.is_zero() && now + estimate > deadline {
                 return Err(throttled(estimate));
             }
-            guard.1 += 1;
-        }
-        let waiting = WaitingGuard(&slot);
+            let ticket = guard.next_ticket;
+            guard.next_ticket += 1;
+            guard.queued.insert(ticket);
+            ticket
+        };
+        let queued = Queued {
+            slot: &slot,
+            ticket,
+        };
         let acquire = slot.permits.clone().acquire_owned();
         tokio::pin!(acquire);
         let permit = loop {
@@ -210,15 +234,22 @@ impl Gate {
                 () = changed => {
                     let guard = slot.lock();
                     let now = Instant::now();
-                    let ahead = guard.1.saturating_sub(1) + self.holders(&slot);
-                    let estimate = self.estimate(&guard.0, now, ahead);
+                    let ahead = guard.unstarted + guard.queued.range(..ticket).count();
+                    let estimate = self.estimate(&guard.host, now, ahead);
                     if !estimate.is_zero() && now + estimate > deadline {
                         return Err(throttled(estimate));
                     }
                 }
             }
         };
-        drop(waiting);
+        {
+            // Leaves the queue and becomes a holder that has not started, in one step, so
+            // no estimate in between misses it.
+            let mut guard = slot.lock();
+            guard.queued.remove(&ticket);
+            guard.unstarted += 1;
+        }
+        drop(queued);
         let mut permit = Permit {
             key: key.clone(),
             slot,
@@ -226,39 +257,41 @@ impl Gate {
             _permit: permit,
             waited: Duration::ZERO,
             sent_at: None,
+            phase: Phase::Unstarted,
         };
         permit.pace(deadline).await?;
         permit.waited = started.elapsed();
         Ok(permit)
     }
 
-    fn holders(&self, slot: &HostSlot) -> usize {
-        self.params
-            .host_concurrency
-            .saturating_sub(slot.permits.available_permits())
-    }
-
-    /// A lower bound of the wait of a caller with `ahead` callers before it.
+    /// A lower bound of the wait of a caller with `ahead` sends to go before its own: the
+    /// pacing, then, while the host is warm, one spacing per holder (divided among the
+    /// host's permits) for each of them. Each such send, started while the host is warm,
+    /// moves the next one on by that much; a send after the warm window moves nothing, so
+    /// the bound never passes the window's end.
     fn estimate(&self, state: &HostState, now: Instant, ahead: usize) -> Duration {
         let pacing = state.pacing(now);
-        if !state.is_warm(now) {
+        let Some(warm_until) = state.warm_until else {
+            return pacing;
+        };
+        let step = warm_spacing(&self.params, state.last_retry_after)
+            / self.params.host_concurrency as u32;
+        let first = now + pacing;
+        if ahead == 0 || step.is_zero() || first >= warm_until {
             return pacing;
         }
-        let turns = (ahead / self.params.host_concurrency) as u32;
-        pacing + warm_spacing(&self.params, state.last_retry_after).saturating_mul(turns)
-    }
-
-    /// A lower bound of the wait of a caller behind one current holder of `key` (another
-    /// process's send, say): the pacing, and one spacing while the host is warm.
-    pub(crate) fn estimate_behind_one(&self, key: &HostKey, now: Instant) -> Duration {
-        let slot = self.slot(key);
-        let guard = slot.lock();
-        self.estimate(&guard.0, now, self.params.host_concurrency)
+        let chain = step.saturating_mul(u32::try_from(ahead).unwrap_or(u32::MAX));
+        // Either every send ahead starts in the warm window (and the chain holds), or one
+        // starts after it (and so does this one).
+        let start = first
+            .checked_add(chain)
+            .map_or(warm_until, |t| t.min(warm_until));
+        start - now
     }
 
     /// What the gate knows about `key` now.
     pub(crate) fn state_of(&self, key: &HostKey) -> HostState {
-        self.slot(key).lock().0.clone()
+        self.slot(key).lock().host.clone()
     }
 
     /// Takes `shared` (a store's view of the host) when it is newer than what this process
@@ -268,9 +301,9 @@ impl Gate {
         let slot = self.slot(key);
         let changed = {
             let mut guard = slot.lock();
-            let chosen = newer(Some(guard.0.clone()), Some(shared)).unwrap_or_default();
-            let changed = chosen != guard.0;
-            guard.0 = chosen;
+            let chosen = newer(Some(guard.host.clone()), Some(shared)).unwrap_or_default();
+            let changed = chosen != guard.host;
+            guard.host = chosen;
             changed
         };
         if changed {
@@ -289,7 +322,7 @@ impl Gate {
                 .collect()
         };
         for s in slots {
-            s.lock().0 = HostState::default();
+            s.lock().host = HostState::default();
             s.changed.notify_waiters();
         }
     }
@@ -303,18 +336,30 @@ impl Gate {
         let now = Instant::now();
         slots
             .iter()
-            .filter(|s| !s.lock().0.pacing(now).is_zero())
+            .filter(|s| !s.lock().host.pacing(now).is_zero())
             .count()
     }
 }
 
-struct WaitingGuard<'a>(&'a HostSlot);
+/// A caller's place in a host's queue; leaving (a cancelled or failed acquire) gives it up.
+struct Queued<'a> {
+    slot: &'a HostSlot,
+    ticket: u64,
+}
 
-impl Drop for WaitingGuard<'_> {
+impl Drop for Queued<'_> {
     fn drop(&mut self) {
-        let mut g = self.0.lock();
-        g.1 = g.1.saturating_sub(1);
+        self.slot.lock().queued.remove(&self.ticket);
     }
+}
+
+/// Where a permit's holder is: before its send (counted by waiters' estimates), sending,
+/// or done with a send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Unstarted,
+    InFlight,
+    Done,
 }
 
 /// The right to send to one host; released on drop, so a cancelled call frees its host.
@@ -326,9 +371,41 @@ pub struct Permit {
     _permit: OwnedSemaphorePermit,
     waited: Duration,
     sent_at: Option<Instant>,
+    phase: Phase,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if self.phase == Phase::Unstarted {
+            let mut g = self.slot.lock();
+            g.unstarted = g.unstarted.saturating_sub(1);
+        }
+    }
 }
 
 impl Permit {
+    /// Moves this holder to `phase`, keeping the count of holders that have not started
+    /// right; a holder that goes back to waiting (a retry) wakes the queue to re-estimate.
+    fn enter(&mut self, phase: Phase) {
+        if self.phase == phase {
+            return;
+        }
+        {
+            let mut g = self.slot.lock();
+            if self.phase == Phase::Unstarted {
+                g.unstarted = g.unstarted.saturating_sub(1);
+            }
+            if phase == Phase::Unstarted {
+                g.unstarted += 1;
+            }
+        }
+        let back_in_line = phase == Phase::Unstarted;
+        self.phase = phase;
+        if back_in_line {
+            self.slot.changed.notify_waiters();
+        }
+    }
+
     /// The host this permit is for.
     pub fn host(&self) -> &HostKey {
         &self.key
@@ -343,11 +420,12 @@ impl Permit {
     /// at the front of the host's queue); fails at once if that is after `deadline`.
     /// Returns the time slept.
     pub async fn pace(&mut self, deadline: Instant) -> Result<Duration, Throttled> {
+        self.enter(Phase::Unstarted);
         let mut slept = Duration::ZERO;
         loop {
             let (now, wait) = {
                 let now = Instant::now();
-                (now, self.slot.lock().0.pacing(now))
+                (now, self.slot.lock().host.pacing(now))
             };
             if wait.is_zero() {
                 return Ok(slept);
@@ -369,6 +447,7 @@ impl Permit {
     pub(crate) fn start_send(&mut self) -> Event {
         let at = Instant::now();
         self.sent_at = Some(at);
+        self.enter(Phase::InFlight);
         let event = Event::SendStart { at };
         self.apply(event);
         event
@@ -376,8 +455,9 @@ impl Permit {
 
     /// Tells the gate how the send went (call it when the response or failure arrives);
     /// returns the event (for a shared store).
-    pub(crate) fn record(&self, outcome: Outcome, status: Option<u16>) -> Event {
+    pub(crate) fn record(&mut self, outcome: Outcome, status: Option<u16>) -> Event {
         let at = Instant::now();
+        self.enter(Phase::Done);
         let event = Event::Ended {
             sent_at: self.sent_at.unwrap_or(at),
             at,
@@ -389,18 +469,18 @@ impl Permit {
     }
 
     fn apply(&self, event: Event) {
-        self.slot.lock().0.apply(&self.params, event);
+        self.slot.lock().host.apply(&self.params, event);
         self.slot.changed.notify_waiters();
     }
 
     /// The host's current escalation depth.
     pub fn depth(&self) -> u32 {
-        self.slot.lock().0.depth
+        self.slot.lock().host.depth
     }
 
     /// How long until the host's next allowed send.
     pub fn pacing(&self) -> Duration {
-        self.slot.lock().0.pacing(Instant::now())
+        self.slot.lock().host.pacing(Instant::now())
     }
 }
 

@@ -55,6 +55,8 @@ pub(crate) struct HostState {
     /// The learned floor: the least gap after an admitted send, just wider than the widest
     /// gap the host refused (capped at `max_cooldown`).
     pub floor: Option<Duration>,
+    /// The floor is enforced until then: a floor lifetime after the host's last refusal.
+    pub floor_until: Option<Instant>,
     /// When the last send the host admitted started.
     pub last_admitted: Option<Instant>,
     /// The last HTTP status the host answered.
@@ -96,34 +98,38 @@ impl HostState {
         self.warm_until.is_some_and(|w| now < w)
     }
 
+    /// The learned floor, while it is enforced.
+    pub(crate) fn live_floor(&self, now: Instant) -> Option<Duration> {
+        self.floor.filter(|_| self.floor_until.is_some_and(|u| now < u))
+    }
+
     /// How long from `now` until a send may go: the cooldown or spacing in force, and the
     /// learned floor after the last admitted send.
     pub(crate) fn pacing(&self, now: Instant) -> Duration {
         let cooling = self
             .next_allowed
             .map_or(Duration::ZERO, |t| t.saturating_duration_since(now));
-        let floor = match (self.floor, self.last_admitted) {
+        let floor = match (self.live_floor(now), self.last_admitted) {
             (Some(f), Some(last)) => (last + f).saturating_duration_since(now),
             _ => Duration::ZERO,
         };
         cooling.max(floor)
     }
 
-    /// Whether there is anything worth remembering or sharing (a host that never refused has
-    /// nothing: the happy path writes nothing).
-    pub(crate) fn is_learned(&self) -> bool {
-        self.next_allowed.is_some()
-            || self.warm_until.is_some()
-            || self.floor.is_some()
-            || self.depth > 0
+    /// When every part of this state has lapsed: the cooldown, the warm window and the
+    /// floor's lifetime, each counted from the host's last refusal. `None`: nothing learned.
+    pub(crate) fn lapses_at(&self) -> Option<Instant> {
+        let floor_until = self.floor.and(self.floor_until);
+        [self.next_allowed, self.warm_until, floor_until]
+            .into_iter()
+            .flatten()
+            .max()
     }
 
-    /// Whether the state has lapsed: untouched for a warm window and nothing left to wait.
-    pub(crate) fn is_expired(&self, params: &GateParams, now: Instant) -> bool {
-        let stale = self
-            .updated
-            .is_none_or(|u| now.saturating_duration_since(u) > params.warm_window);
-        stale && self.pacing(now).is_zero() && !self.is_warm(now)
+    /// Whether anything of this state is still enforced at `now` (a host that never refused
+    /// has nothing: the happy path writes nothing). A lapsed state is ignored and deleted.
+    pub(crate) fn is_live(&self, now: Instant) -> bool {
+        self.lapses_at().is_some_and(|t| now < t)
     }
 
     fn push_next_allowed(&mut self, at: Instant) {
@@ -163,12 +169,15 @@ impl HostState {
                     self.depth = 0;
                     self.last_retry_after = None;
                 }
+                // A lapsed floor is forgotten, not raised.
+                self.floor = self.live_floor(now);
                 if let Some(last) = self.last_admitted
                     && sent_at > last
                 {
                     let gap = floor_gap(sent_at - last).min(p.max_cooldown);
                     self.floor = Some(self.floor.map_or(gap, |f| f.max(gap)));
                 }
+                self.floor_until = self.floor.map(|_| now + p.floor_lifetime);
                 self.depth = self.depth.saturating_add(1);
                 let retry_after = retry_after.map(|d| d.min(p.max_cooldown));
                 if retry_after.is_some() {

@@ -55,7 +55,7 @@ async fn a_cap_of_one_serializes_one_host() {
 #[tokio::test(start_paused = true)]
 async fn distinct_hosts_never_wait_on_each_other() {
     let gate = Gate::new(GateParams::default());
-    let held = gate.acquire(&key("http://a.test/"), far()).await.unwrap();
+    let mut held = gate.acquire(&key("http://a.test/"), far()).await.unwrap();
     held.record(
         Outcome::Refused {
             retry_after: Some(secs(30)),
@@ -70,7 +70,7 @@ async fn distinct_hosts_never_wait_on_each_other() {
 async fn a_cooldown_delays_only_its_host() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
-    let p = gate.acquire(&a, far()).await.unwrap();
+    let mut p = gate.acquire(&a, far()).await.unwrap();
     p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     assert!(
@@ -87,11 +87,11 @@ async fn refusals_without_retry_after_climb_the_ladder() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
     let mut waits = Vec::new();
-    let p = gate.acquire(&a, far()).await.unwrap();
+    let mut p = gate.acquire(&a, far()).await.unwrap();
     p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     for _ in 0..6 {
-        let (p, took) = timed_acquire(&gate, &a).await;
+        let (mut p, took) = timed_acquire(&gate, &a).await;
         waits.push(took.as_secs());
         p.record(Outcome::Refused { retry_after: None }, None);
     }
@@ -126,7 +126,7 @@ async fn a_retry_after_taken_from_an_http_date_is_honoured() {
     let header = httpdate::fmt_http_date(now + secs(7));
     let ra = crate::http::parse_retry_after(&header, now);
     assert_eq!(ra, Some(secs(7)));
-    let p = gate.acquire(&a, far()).await.unwrap();
+    let mut p = gate.acquire(&a, far()).await.unwrap();
     p.record(Outcome::Refused { retry_after: ra }, None);
     drop(p);
     let (_p, took) = timed_acquire(&gate, &a).await;
@@ -137,7 +137,7 @@ async fn a_retry_after_taken_from_an_http_date_is_honoured() {
 async fn warm_spacing_is_measured_from_the_response() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
-    let p = gate.acquire(&a, far()).await.unwrap();
+    let mut p = gate.acquire(&a, far()).await.unwrap();
     p.record(
         Outcome::Refused {
             retry_after: Some(secs(3)),
@@ -146,7 +146,7 @@ async fn warm_spacing_is_measured_from_the_response() {
     );
     drop(p);
     // The retry waits the 3 s Retry-After, the server takes 500 ms to answer it.
-    let (p, took) = timed_acquire(&gate, &a).await;
+    let (mut p, took) = timed_acquire(&gate, &a).await;
     assert_eq!(took, secs(3));
     tokio::time::advance(Duration::from_millis(500)).await;
     p.record(Outcome::Success, None);
@@ -158,10 +158,10 @@ async fn warm_spacing_is_measured_from_the_response() {
 
     // Without a Retry-After, the spacing is the sticky 1 s.
     let b = key("http://b.test/");
-    let p = gate.acquire(&b, far()).await.unwrap();
+    let mut p = gate.acquire(&b, far()).await.unwrap();
     p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
-    let (p, _) = timed_acquire(&gate, &b).await;
+    let (mut p, _) = timed_acquire(&gate, &b).await;
     tokio::time::advance(Duration::from_millis(250)).await;
     p.record(Outcome::Success, None);
     drop(p);
@@ -174,7 +174,7 @@ async fn a_host_that_never_refused_pays_nothing_between_sends() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
     for _ in 0..5 {
-        let (p, took) = timed_acquire(&gate, &a).await;
+        let (mut p, took) = timed_acquire(&gate, &a).await;
         assert_eq!(took, Duration::ZERO);
         p.record(Outcome::Success, None);
     }
@@ -184,18 +184,18 @@ async fn a_host_that_never_refused_pays_nothing_between_sends() {
 async fn a_success_steps_the_depth_down_one_rung() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
-    let p = gate.acquire(&a, far()).await.unwrap();
+    let mut p = gate.acquire(&a, far()).await.unwrap();
     p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
-    let (p, _) = timed_acquire(&gate, &a).await;
+    let (mut p, _) = timed_acquire(&gate, &a).await;
     p.record(Outcome::Refused { retry_after: None }, None);
     assert_eq!(p.depth(), 2);
     drop(p);
-    let (p, _) = timed_acquire(&gate, &a).await;
+    let (mut p, _) = timed_acquire(&gate, &a).await;
     p.record(Outcome::Success, None);
     assert_eq!(p.depth(), 1);
     drop(p);
-    let (p, _) = timed_acquire(&gate, &a).await;
+    let (mut p, _) = timed_acquire(&gate, &a).await;
     p.record(Outcome::Refused { retry_after: None }, None);
     assert_eq!(p.depth(), 2);
     assert_eq!(p.pacing(), secs(4));
@@ -214,7 +214,7 @@ async fn eight_concurrent_refusals_reach_depth_eight() {
     }
     let tasks: Vec<_> = permits
         .into_iter()
-        .map(|p| {
+        .map(|mut p| {
             tokio::spawn(async move {
                 p.record(Outcome::Refused { retry_after: None }, None);
                 p.depth()
@@ -233,14 +233,14 @@ async fn eight_concurrent_refusals_reach_depth_eight() {
 async fn a_refusal_after_the_warm_window_starts_from_the_base() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
-    let p = gate.acquire(&a, far()).await.unwrap();
+    let mut p = gate.acquire(&a, far()).await.unwrap();
     p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
-    let (p, _) = timed_acquire(&gate, &a).await;
+    let (mut p, _) = timed_acquire(&gate, &a).await;
     p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     tokio::time::advance(secs(121)).await;
-    let (p, took) = timed_acquire(&gate, &a).await;
+    let (mut p, took) = timed_acquire(&gate, &a).await;
     assert_eq!(took, Duration::ZERO);
     p.record(Outcome::Refused { retry_after: None }, None);
     assert_eq!(p.depth(), 1);
@@ -251,7 +251,7 @@ async fn a_refusal_after_the_warm_window_starts_from_the_base() {
 async fn a_wait_beyond_the_budget_fails_fast_without_sleeping() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
-    let p = gate.acquire(&a, far()).await.unwrap();
+    let mut p = gate.acquire(&a, far()).await.unwrap();
     p.record(
         Outcome::Refused {
             retry_after: Some(secs(45)),
@@ -270,7 +270,7 @@ async fn a_wait_beyond_the_budget_fails_fast_without_sleeping() {
 async fn queued_siblings_of_a_warm_host_fail_fast_when_their_turn_is_too_late() {
     let gate = Arc::new(Gate::new(GateParams::default()));
     let a = key("http://a.test/");
-    let p = gate.acquire(&a, far()).await.unwrap();
+    let mut p = gate.acquire(&a, far()).await.unwrap();
     p.record(
         Outcome::Refused {
             retry_after: Some(secs(10)),
@@ -295,10 +295,10 @@ async fn a_cancelled_acquire_releases_its_place_and_permit() {
     {
         let mut queued = Box::pin(gate.acquire(&a, far()));
         assert!(futures::poll!(queued.as_mut()).is_pending());
-        assert_eq!(gate.slot(&a).lock().1, 1);
+        assert_eq!(gate.slot(&a).lock().queued.len(), 1);
     }
     // The dropped caller no longer counts as queued (it would inflate every estimate).
-    assert_eq!(gate.slot(&a).lock().1, 0);
+    assert_eq!(gate.slot(&a).lock().queued.len(), 0);
     // A holder whose task is aborted frees the host too.
     drop(first);
     let g = gate.clone();
@@ -368,7 +368,7 @@ async fn a_spent_budget_never_fails_a_host_with_nothing_to_wait_for() {
     let a = key("http://a.test/");
     let spent = Instant::now();
     tokio::time::advance(secs(90)).await;
-    let p = gate
+    let mut p = gate
         .acquire(&a, spent)
         .await
         .expect("a willing host takes the send");
@@ -439,7 +439,7 @@ async fn the_floor_only_grows_and_is_capped() {
 async fn a_queued_caller_waits_for_a_slow_holder_on_a_host_that_never_refused() {
     let gate = Arc::new(Gate::new(GateParams::default()));
     let a = key("http://a.test/");
-    let holder = gate.acquire(&a, far()).await.unwrap();
+    let mut holder = gate.acquire(&a, far()).await.unwrap();
     let g = gate.clone();
     let k = a.clone();
     let t0 = Instant::now();
@@ -457,7 +457,7 @@ async fn a_queued_caller_waits_for_a_slow_holder_on_a_host_that_never_refused() 
 async fn a_queued_caller_fails_at_once_when_a_refusal_pushes_its_turn_past_the_budget() {
     let gate = Arc::new(Gate::new(GateParams::default()));
     let a = key("http://a.test/");
-    let holder = gate.acquire(&a, far()).await.unwrap();
+    let mut holder = gate.acquire(&a, far()).await.unwrap();
     let g = gate.clone();
     let k = a.clone();
     let queued = tokio::spawn(async move { g.acquire(&k, Instant::now() + secs(10)).await });

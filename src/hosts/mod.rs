@@ -7,25 +7,23 @@
 //! for files, which the kernel drops with a dead process). [`SharedHosts`] is what the HTTP
 //! client talks to: it re-reads a host's state right before each send, publishes each
 //! event as an atomic read-modify-write, takes the lease, and falls back to the process's
-//! own gate, with a warning, when the store cannot be used.
+//! own gate, with a warning to the operation that met the failure, when the store cannot
+//! be used.
 
 pub(crate) mod file;
 mod redis;
 mod stored;
 
 use crate::model::WarningCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
 use crate::config::{Config, HostStateSetting};
-use crate::gate::{Event, Gate, HostKey, HostState, Permit, Throttled, newer};
+use crate::gate::{Event, Gate, GateParams, HostKey, HostState, newer};
 pub(crate) use stored::{Clock, StoredHost};
-
-/// The longest pause between two tries for a send slot another process holds.
-const LEASE_POLL_MAX: Duration = Duration::from_millis(50);
 
 /// Why a store could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -67,8 +65,48 @@ pub enum StoreError {
     Contended(String),
 }
 
-/// A send slot of a host, held while one request sends; released on drop.
-pub(crate) struct Lease(#[allow(dead_code)] Box<dyn Send + Sync>);
+/// A send slot of a host, held while one request sends; released by [`Lease::release`]
+/// (or, for a call cancelled mid-send, on drop).
+pub(crate) struct Lease(Box<dyn Held>);
+
+/// What a store's held send slot can do.
+pub(crate) trait Held: Send + Sync {
+    /// Whether the slot was found taken or lapsed while held (its holder was stalled for
+    /// longer than the slot's lifetime): another worker may have sent beside it.
+    fn lost(&self) -> bool {
+        false
+    }
+    /// Makes sure the slot has most of its lifetime ahead before a send starts on it
+    /// (renewing it if needed); `false` when it is no longer ours.
+    fn ensure(&self) -> BoxFuture<'_, bool> {
+        Box::pin(async { true })
+    }
+    /// Gives the slot back now.
+    fn release(self: Box<Self>) -> BoxFuture<'static, ()>;
+}
+
+impl Lease {
+    /// A lease held by `held`.
+    pub(crate) fn new(held: impl Held + 'static) -> Lease {
+        Lease(Box::new(held))
+    }
+
+    /// See [`Held::lost`].
+    pub(crate) fn lost(&self) -> bool {
+        self.0.lost()
+    }
+
+    /// See [`Held::ensure`].
+    pub(crate) async fn ensure(&self) -> bool {
+        self.0.ensure().await
+    }
+
+    /// Gives the slot back, waiting until the store has it (so the next worker finds it
+    /// free at once, and a process that ends holds nothing).
+    pub(crate) async fn release(self) {
+        self.0.release().await;
+    }
+}
 
 impl std::fmt::Debug for Lease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -76,9 +114,20 @@ impl std::fmt::Debug for Lease {
     }
 }
 
-/// The read-modify-write of one host's stored state: gets what is stored (`None`: nothing),
-/// returns what to store (`None`: remove it).
-pub(crate) type Update<'a> = dyn Fn(Option<StoredHost>) -> Option<StoredHost> + Send + Sync + 'a;
+/// A store's answer with the store's clock read at the same moment, so stored wall-clock
+/// times are converted against the clock that wrote them (Redis's `TIME` for a fleet).
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    /// What is stored (`None`: nothing).
+    pub stored: Option<StoredHost>,
+    /// The store's clock at the read.
+    pub clock: Clock,
+}
+
+/// The read-modify-write of one host's stored state: gets what is stored (`None`: nothing)
+/// and the store's clock, returns what to store (`None`: remove it).
+pub(crate) type Update<'a> =
+    dyn Fn(Option<StoredHost>, Clock) -> Option<StoredHost> + Send + Sync + 'a;
 
 /// One stored entry as listed: its state, or why it could not be read.
 pub(crate) type Listed = Result<StoredHost, StoreError>;
@@ -88,29 +137,29 @@ pub(crate) trait HostStore: Send + Sync + std::fmt::Debug {
     /// Where the store is, for people (`file:/…`, `redis://…`).
     fn describe(&self) -> String;
     /// The stored state of `host`, if any.
-    fn load<'a>(
-        &'a self,
-        host: &'a HostKey,
-    ) -> BoxFuture<'a, Result<Option<StoredHost>, StoreError>>;
-    /// Atomically replaces `host`'s state with `f(current)`; returns what was stored.
+    fn load<'a>(&'a self, host: &'a HostKey) -> BoxFuture<'a, Result<Snapshot, StoreError>>;
+    /// Atomically replaces `host`'s state with `f(current, clock)`; returns what was stored.
     fn update<'a>(
         &'a self,
         host: &'a HostKey,
         f: &'a Update<'a>,
-    ) -> BoxFuture<'a, Result<Option<StoredHost>, StoreError>>;
+    ) -> BoxFuture<'a, Result<Snapshot, StoreError>>;
     /// Takes one of `slots` send slots of `host`, or `None` when another holder has each.
     fn try_lease<'a>(
         &'a self,
         host: &'a HostKey,
         slots: usize,
     ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>>;
-    /// Every stored entry.
-    fn list(&self) -> BoxFuture<'_, Result<Vec<Listed>, StoreError>>;
-    /// Forgets `host` (or every host); returns how many entries went.
-    fn clear<'a>(&'a self, host: Option<&'a HostKey>) -> BoxFuture<'a, Result<usize, StoreError>>;
-    /// Why the store served from a fallback since the last call, if it did (reported as
-    /// `GATE_STORE_UNAVAILABLE`).
-    fn take_degraded(&self) -> Option<String> {
+    /// Every stored entry, and the store's clock.
+    fn list(&self) -> BoxFuture<'_, Result<(Vec<Listed>, Clock), StoreError>>;
+    /// Removes what the store keeps that nothing uses any more (lock files of hosts no
+    /// process is sending to).
+    fn tidy(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async { Ok(()) })
+    }
+    /// Why the store is serving from a fallback right now, if it is (reported as
+    /// `GATE_STORE_UNAVAILABLE` to the operations that use it meanwhile).
+    fn degraded(&self) -> Option<String> {
         None
     }
 }
@@ -118,10 +167,35 @@ pub(crate) trait HostStore: Send + Sync + std::fmt::Debug {
 /// A warning the store raised, for the output of the operation that met it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct StoreWarning {
-    /// `GATE_STORE_UNAVAILABLE` or `HOST_STATE_CORRUPT`.
+    /// `GATE_STORE_UNAVAILABLE`, `HOST_STATE_CORRUPT` or `GATE_SLOT_LOST`.
     pub code: WarningCode,
     /// What happened and what `rss` did instead.
     pub message: String,
+}
+
+/// The warnings one operation met, each once.
+#[derive(Debug, Default)]
+pub(crate) struct Notes(Vec<StoreWarning>);
+
+impl Notes {
+    /// Adds `w` unless this operation already has it.
+    pub(crate) fn push(&mut self, w: StoreWarning) {
+        if !self.0.contains(&w) {
+            self.0.push(w);
+        }
+    }
+
+    /// The warnings, in the order met.
+    pub(crate) fn into_vec(self) -> Vec<StoreWarning> {
+        self.0
+    }
+}
+
+/// Gives back every shared send slot the process still holds (a send cancelled by a
+/// signal leaves its slot to lapse otherwise); call it before the process ends. File
+/// slots need nothing: the kernel drops a dead process's locks.
+pub(crate) async fn release_held() {
+    redis::release_held().await;
 }
 
 /// The link to shared host state that `config` asks for: the file store under the cache
@@ -133,10 +207,11 @@ pub(crate) fn open(config: &Config) -> SharedHosts {
             "host state is not shared with other processes: {why}"
         ))
     };
+    let skew = config.wall_clock_skew_ms;
     let files = || -> Result<Arc<dyn HostStore>, String> {
         match &config.cache_dir {
             None => Err("no cache directory is known".to_owned()),
-            Some(dir) => match file::FileStore::open(&dir.join("hosts")) {
+            Some(dir) => match file::FileStore::open(&dir.join("hosts"), skew) {
                 Ok(store) => Ok(Arc::new(store)),
                 Err(e) => Err(e.to_string()),
             },
@@ -148,7 +223,7 @@ pub(crate) fn open(config: &Config) -> SharedHosts {
             Ok(store) => SharedHosts::with_store(store),
             Err(why) => unshared(why),
         },
-        HostStateSetting::Redis(url) => match redis::RedisStore::open(url, config.gate) {
+        HostStateSetting::Redis(url) => match redis::RedisStore::open(url) {
             Ok(store) => {
                 SharedHosts::with_store(Arc::new(redis::Fallback::new(store, files().ok())))
             }
@@ -157,14 +232,22 @@ pub(crate) fn open(config: &Config) -> SharedHosts {
     }
 }
 
+/// What trying for a host's shared send slot gave.
+pub(crate) enum Slot {
+    /// No store: the process's own permit is all there is.
+    Unshared,
+    /// The slot, held until released.
+    Taken(Lease),
+    /// Another holder (another process) has every slot.
+    Busy,
+}
+
 /// The gate's link to a shared store (or to none).
 #[derive(Debug, Default)]
 pub(crate) struct SharedHosts {
     store: Option<Arc<dyn HostStore>>,
     /// Why there is no store, reported with every operation.
     standing: Option<StoreWarning>,
-    /// Warnings met since the last operation collected them.
-    pending: Mutex<Vec<StoreWarning>>,
 }
 
 impl SharedHosts {
@@ -197,26 +280,13 @@ impl SharedHosts {
         self.store.as_ref()
     }
 
-    /// The warnings to report with an operation: the standing one, and those met since the
-    /// last call.
-    pub(crate) fn take_warnings(&self) -> Vec<StoreWarning> {
-        let mut out: Vec<StoreWarning> = self.standing.iter().cloned().collect();
-        if let Some(why) = self.store.as_ref().and_then(|s| s.take_degraded()) {
-            out.push(StoreWarning {
-                code: WarningCode::GateStoreUnavailable,
-                message: why,
-            });
-        }
-        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        for w in pending.drain(..) {
-            if !out.contains(&w) {
-                out.push(w);
-            }
-        }
-        out
+    /// The warning every operation reports when there is no store, if any.
+    pub(crate) fn standing_warning(&self) -> Option<StoreWarning> {
+        self.standing.clone()
     }
 
-    fn warn(&self, e: &StoreError) {
+
+    fn warn(&self, e: &StoreError, notes: &mut Notes) {
         let w = match e {
             StoreError::Corrupt { .. } => StoreWarning {
                 code: WarningCode::HostStateCorrupt,
@@ -228,118 +298,160 @@ impl SharedHosts {
             },
         };
         tracing::warn!("{}", w.message);
-        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        if !pending.contains(&w) {
-            pending.push(w);
+        notes.push(w);
+    }
+
+    /// Notes that the store served from its fallback, when it did.
+    fn note_degraded(store: &Arc<dyn HostStore>, notes: &mut Notes) {
+        if let Some(why) = store.degraded() {
+            notes.push(StoreWarning {
+                code: WarningCode::GateStoreUnavailable,
+                message: why,
+            });
         }
     }
 
-    /// Re-reads `key`'s shared state into the gate (what another process learned a moment
-    /// ago counts for this send).
-    pub(crate) async fn refresh(&self, gate: &Gate, key: &HostKey) {
+    /// Re-reads `key`'s shared state into the gate (what another process learned, or
+    /// cleared, a moment ago counts for this send). A lapsed entry is ignored and deleted;
+    /// one out of bounds (clock skew, damage) is capped and written back capped.
+    pub(crate) async fn refresh(&self, gate: &Gate, key: &HostKey, notes: &mut Notes) {
         let Some(store) = &self.store else { return };
         let params = *gate.params();
-        let stored = match store.load(key).await {
-            Ok(stored) => stored,
-            Err(e) => return self.warn(&e),
+        let loaded = store.load(key).await;
+        Self::note_degraded(store, notes);
+        let Snapshot { stored, clock } = match loaded {
+            Ok(snap) => snap,
+            Err(e) => return self.warn(&e, notes),
         };
-        let clock = Clock::now();
-        let stored = match stored.as_ref().and_then(|s| s.capped(clock, &params)) {
-            // Out of bounds (clock skew, damage): written back capped, once.
-            Some(_) => {
-                tracing::debug!(host = %key, "capping stored host state");
-                let fix =
-                    move |s: Option<StoredHost>| s.map(|s| s.capped(clock, &params).unwrap_or(s));
-                match store.update(key, &fix).await {
-                    Ok(s) => s,
-                    Err(e) => return self.warn(&e),
-                }
-            }
-            None => stored,
+        let Some(stored) = stored else { return };
+        let drop_lapsed =
+            |s: Option<StoredHost>, c: Clock| s.filter(|s| !s.is_expired(c.wall_ms()));
+        let cap = move |s: Option<StoredHost>, c: Clock| {
+            s.map(|s| s.capped(c, &params).unwrap_or(s))
         };
-        gate.adopt(key, stored.map(|s| s.to_state(clock, &params)));
+        let fix: Option<&Update<'_>> = if stored.is_expired(clock.wall_ms()) {
+            tracing::debug!(host = %key, "removing lapsed host state");
+            Some(&drop_lapsed)
+        } else if stored.capped(clock, &params).is_some() {
+            tracing::debug!(host = %key, "capping stored host state");
+            Some(&cap)
+        } else {
+            None
+        };
+        let snap = match fix {
+            Some(fix) => match store.update(key, fix).await {
+                Ok(snap) => snap,
+                Err(e) => return self.warn(&e, notes),
+            },
+            None => Snapshot {
+                stored: Some(stored),
+                clock,
+            },
+        };
+        if let Some(s) = snap.stored.filter(|s| !s.is_expired(snap.clock.wall_ms())) {
+            gate.adopt(key, Some(s.to_state(snap.clock, &params)));
+        }
     }
 
     /// Publishes `event` (already applied to the gate on `before`, the state it had) as an
     /// atomic update of the shared state, and takes the result back into the gate. A host
-    /// with nothing learned, before or after, costs no write.
+    /// with nothing live, before or after, costs no write.
     pub(crate) async fn publish(
         &self,
         gate: &Gate,
         key: &HostKey,
         before: HostState,
         event: Event,
+        notes: &mut Notes,
     ) {
         let Some(store) = &self.store else { return };
         let after = gate.state_of(key);
-        if !before.is_learned() && !after.is_learned() {
+        let now = Instant::now();
+        if !before.is_live(now) && !after.is_live(now) {
             return;
         }
         let params = *gate.params();
-        let clock = Clock::now();
-        let update = move |stored: Option<StoredHost>| {
-            let shared = stored.map(|s| s.to_state(clock, &params));
+        let update = move |stored: Option<StoredHost>, clock: Clock| {
+            let stored = stored.filter(|s| !s.is_expired(clock.wall_ms()));
+            let shared = stored.as_ref().map(|s| s.to_state(clock, &params));
             let mut state = newer(shared, Some(before.clone())).unwrap_or_default();
             state.apply(&params, event);
-            state
-                .is_learned()
-                .then(|| StoredHost::from_state(key, &state, clock))
+            if state.is_live(clock.instant()) {
+                return Some(StoredHost::from_state(key, &state, clock));
+            }
+            // A clear marker stays until it lapses, so every process still sees it.
+            stored.filter(StoredHost::is_clear_marker)
         };
-        match store.update(key, &update).await {
-            Ok(stored) => {
-                let state = stored.map(|s| s.to_state(Clock::now(), &params));
+        let written = store.update(key, &update).await;
+        Self::note_degraded(store, notes);
+        match written {
+            Ok(snap) => {
+                let state = snap.stored.map(|s| s.to_state(snap.clock, &params));
                 gate.adopt(key, state);
             }
-            Err(e) => self.warn(&e),
+            Err(e) => self.warn(&e, notes),
         }
     }
 
-    /// Takes `key`'s shared send slot for the holder of `permit`, pacing first with the
-    /// freshest shared state. Waiting for another process's send counts against the
-    /// deadline: when the known wait passes it, this fails at once. `Ok(None)`: no store (or
-    /// it failed, with a warning), so the process's own permit is all there is.
-    pub(crate) async fn lease(
-        &self,
-        gate: &Gate,
-        permit: &mut Permit,
-        deadline: Instant,
-    ) -> Result<Option<Lease>, Throttled> {
+    /// Tries once for one of `key`'s shared send slots.
+    pub(crate) async fn try_slot(&self, gate: &Gate, key: &HostKey, notes: &mut Notes) -> Slot {
         let Some(store) = &self.store else {
-            return Ok(None);
+            return Slot::Unshared;
         };
-        let key = permit.host().clone();
-        let slots = gate.params().host_concurrency;
-        let mut pause = Duration::from_millis(2);
-        loop {
-            self.refresh(gate, &key).await;
-            permit.pace(deadline).await?;
-            match store.try_lease(&key, slots).await {
-                Ok(Some(lease)) => {
-                    // The holder before us may have learned something as it let go.
-                    self.refresh(gate, &key).await;
-                    if permit.pacing().is_zero() {
-                        return Ok(Some(lease));
-                    }
-                }
-                Ok(None) => {
-                    let now = Instant::now();
-                    let wait = gate.estimate_behind_one(&key, now);
-                    // Another worker's send with nothing known of its length: wait for it
-                    // until the deadline, never past it.
-                    if (!wait.is_zero() && now + wait > deadline) || now >= deadline {
-                        return Err(Throttled {
-                            host: key,
-                            wait: wait.max(LEASE_POLL_MAX),
-                        });
-                    }
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(LEASE_POLL_MAX);
-                }
-                Err(e) => {
-                    self.warn(&e);
-                    return Ok(None);
-                }
+        let taken = store.try_lease(key, gate.params().host_concurrency).await;
+        Self::note_degraded(store, notes);
+        match taken {
+            Ok(Some(lease)) => Slot::Taken(lease),
+            Ok(None) => Slot::Busy,
+            Err(e) => {
+                self.warn(&e, notes);
+                Slot::Unshared
             }
         }
+    }
+
+    /// Forgets `host` (or every host) in the store: a clear marker replaces each entry,
+    /// under the entry's lock, so running processes forget it on their next re-read.
+    /// Returns how many entries were cleared.
+    pub(crate) async fn clear(
+        &self,
+        params: &GateParams,
+        host: Option<&HostKey>,
+    ) -> Result<usize, StoreError> {
+        let Some(store) = &self.store else {
+            return Ok(0);
+        };
+        let targets: Vec<HostKey> = match host {
+            Some(h) => vec![h.clone()],
+            None => {
+                let (listed, _) = store.list().await?;
+                listed
+                    .into_iter()
+                    .filter_map(|e| e.ok())
+                    .filter_map(|s| HostKey::parse(&s.host))
+                    .collect()
+            }
+        };
+        let mut cleared = 0;
+        for key in &targets {
+            let counted = std::sync::atomic::AtomicBool::new(false);
+            let mark = |s: Option<StoredHost>, c: Clock| {
+                let live = s
+                    .as_ref()
+                    .filter(|s| !s.is_expired(c.wall_ms()) && !s.is_clear_marker());
+                counted.store(live.is_some(), std::sync::atomic::Ordering::Relaxed);
+                match live {
+                    Some(live) => Some(StoredHost::cleared(key, Some(live), c, params)),
+                    // Nothing live to forget: a marker already there stays as it is.
+                    None => s.filter(|s| s.is_clear_marker() && !s.is_expired(c.wall_ms())),
+                }
+            };
+            store.update(key, &mark).await?;
+            if counted.load(std::sync::atomic::Ordering::Relaxed) {
+                cleared += 1;
+            }
+        }
+        store.tidy().await?;
+        Ok(cleared)
     }
 }

@@ -2,17 +2,23 @@
 //! egress address.
 //!
 //! Per host, under the cluster hash tag of the host (so one host's keys share a slot):
-//! - `rss:gate:v1:{HOST}` — the learned state as JSON, with a TTL that ends when the state
-//!   would lapse. It changes only by compare-and-set (a Lua script): read, compute, and
-//!   write only if nobody wrote in between, else read again.
+//! - `rss:gate:v1:{HOST}` — the learned state as JSON, expiring (`PXAT`) when the state
+//!   lapses. It changes only by compare-and-set (a Lua script): read, compute, and write
+//!   only if nobody wrote in between, else read again.
 //! - `rss:gate:v1:{HOST}:lease:I` — send slot I, held by `SET NX PX` with a random token,
-//!   renewed while the send runs and deleted (only by its holder) when it ends. A crashed
-//!   worker's slot lapses within [`LEASE_TTL`].
+//!   renewed every second while the send runs and deleted (only by its holder) when it
+//!   ends. A crashed worker's slot lapses within [`LEASE_TTL`].
+//!
+//! Every time in the state is on Redis's clock: each read returns the server's `TIME`
+//! with the value, and the worker converts against that reading, so a worker whose own
+//! clock is off by seconds still paces by the fleet's one clock (to within a round trip).
 //!
 //! Every operation has a short timeout. When Redis fails, [`Fallback`] serves the same
-//! operation from the local file store, reports `GATE_STORE_UNAVAILABLE` once per run, and
-//! tries Redis again after a backoff.
+//! operation from the local file store, reports `GATE_STORE_UNAVAILABLE` to every
+//! operation that uses it meanwhile, and tries Redis again after a backoff.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,8 +28,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, Script};
 use tokio::time::Instant;
 
-use super::{HostStore, Lease, Listed, StoreError, StoredHost, Update};
-use crate::gate::{GateParams, HostKey};
+use super::{Clock, Held, HostStore, Lease, Listed, Snapshot, StoreError, StoredHost, Update};
+use crate::gate::HostKey;
 
 /// How long one Redis operation may take before the store counts as down.
 const OP_TIMEOUT: Duration = Duration::from_millis(750);
@@ -31,6 +37,9 @@ const OP_TIMEOUT: Duration = Duration::from_millis(750);
 pub(crate) const LEASE_TTL: Duration = Duration::from_secs(3);
 /// How often a live holder renews its slot.
 const LEASE_RENEW: Duration = Duration::from_secs(1);
+/// A send starts only on a slot confirmed this recently (so it has at least
+/// `LEASE_TTL - LEASE_FRESH` of its lifetime ahead); an older one is renewed first.
+const LEASE_FRESH: Duration = Duration::from_millis(1500);
 /// Tries of a compare-and-set before giving up (each conflict means someone else wrote).
 const CAS_TRIES: usize = 16;
 /// First and longest pause before Redis is tried again after a failure.
@@ -39,18 +48,25 @@ const RETRY_MAX: Duration = Duration::from_secs(30);
 
 const PREFIX: &str = "rss:gate:v1:";
 
-/// Sets `KEYS[1]` to `ARGV[2]` (with `PX ARGV[3]`; `ARGV[2]` empty: deletes it) only if
-/// it still holds `ARGV[1]` (empty: absent). 1 when written, 0 on a conflict.
+/// `KEYS[1]`'s value (empty: absent) with the server's `TIME` (seconds, microseconds).
+const READ: &str = r"
+local v = redis.call('GET', KEYS[1])
+local t = redis.call('TIME')
+return {t[1], t[2], v or ''}";
+
+/// Sets `KEYS[1]` to `ARGV[2]` (expiring at Unix ms `ARGV[3]`; `ARGV[2]` empty: deletes
+/// it) only if it still holds `ARGV[1]` (empty: absent). 1 when written, 0 on a conflict.
 const CAS: &str = r"
 local cur = redis.call('GET', KEYS[1])
 if (cur == false and ARGV[1] == '') or cur == ARGV[1] then
   if ARGV[2] == '' then redis.call('DEL', KEYS[1])
-  else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
+  else redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3]) end
   return 1
 end
 return 0";
 
 /// Deletes `KEYS[1]` if it holds `ARGV[1]`; renews it (`PX ARGV[2]`) instead when given.
+/// 1 when it was still ours, 0 when it was taken or had lapsed.
 const RELEASE_OR_RENEW: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   if ARGV[2] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -79,11 +95,26 @@ pub(crate) fn redacted(url: &str) -> String {
     }
 }
 
+/// Send slots this process holds, key → (connection, token), so that whatever is still
+/// held when the process ends (a send cancelled by a signal) is given back before it exits.
+/// It is process-wide because what it tracks is: the process's claims on a shared server.
+static HELD: std::sync::LazyLock<Mutex<HashMap<String, (ConnectionManager, String)>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Gives back every send slot this process still holds in Redis.
+pub(crate) async fn release_held() {
+    let held: Vec<(String, (ConnectionManager, String))> = lock(&HELD).drain().collect();
+    let script = Script::new(RELEASE_OR_RENEW);
+    for (key, (conn, token)) in held {
+        release_slot(conn, &script, &key, &token).await;
+    }
+}
+
 /// Host state in Redis.
 pub(crate) struct RedisStore {
     url: String,
     conn: ConnectionManager,
-    params: GateParams,
+    read: Script,
     cas: Script,
     release: Script,
 }
@@ -110,10 +141,14 @@ async fn timed<T>(fut: impl Future<Output = Result<T, StoreError>>) -> Result<T,
         .unwrap_or(Err(StoreError::Timeout(OP_TIMEOUT)))
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl RedisStore {
     /// A store on `url` (`redis://` or `rediss://`); connects on first use, so opening
     /// never blocks and never fails for a server that is down.
-    pub(crate) fn open(url: &str, params: GateParams) -> Result<RedisStore, StoreError> {
+    pub(crate) fn open(url: &str) -> Result<RedisStore, StoreError> {
         let client = redis::Client::open(url).map_err(failed("cannot use the Redis URL"))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(OP_TIMEOUT))
@@ -125,31 +160,33 @@ impl RedisStore {
         Ok(RedisStore {
             url: redacted(url),
             conn,
-            params,
+            read: Script::new(READ),
             cas: Script::new(CAS),
             release: Script::new(RELEASE_OR_RENEW),
         })
     }
 
-    /// How long `s` should live in Redis: until it would lapse, at least a second.
-    fn ttl_ms(&self, s: &StoredHost) -> u64 {
-        let now = super::stored::wall_ms(std::time::SystemTime::now());
-        let warm = self.params.warm_window.as_millis() as u64;
-        let until = [
-            Some(s.updated_ms.saturating_add(warm)),
-            s.next_allowed_ms,
-            s.warm_until_ms,
-        ]
-        .into_iter()
-        .flatten()
-        .max()
-        .unwrap_or(now);
-        until.saturating_sub(now).max(1000)
+    /// When `s` should leave Redis, in Unix ms on Redis's clock: when it lapses, and no
+    /// sooner than a second from now.
+    fn expires_at_ms(s: &StoredHost, now_ms: u64) -> u64 {
+        s.lapses_ms().unwrap_or(0).max(now_ms.saturating_add(1000))
     }
 
-    async fn get_raw(&self, key: &str) -> Result<Option<String>, StoreError> {
+    /// `key`'s raw value (`None`: absent) and Redis's clock at the read.
+    async fn read_raw(&self, key: &str) -> Result<(Option<String>, Clock), StoreError> {
         let mut c = self.conn.clone();
-        timed(async move { c.get(key).await.map_err(failed("cannot read from Redis")) }).await
+        let call = self.read.key(key);
+        let before = Instant::now();
+        let (secs, micros, raw): (u64, u64, String) = timed(async move {
+            call.invoke_async(&mut c)
+                .await
+                .map_err(failed("cannot read from Redis"))
+        })
+        .await?;
+        // The server read its clock somewhere within the round trip: take the middle.
+        let mid = before + before.elapsed() / 2;
+        let clock = Clock::at(mid, secs * 1000 + micros / 1000);
+        Ok(((!raw.is_empty()).then_some(raw), clock))
     }
 
     fn parse(raw: &str, host: &str) -> Result<StoredHost, StoreError> {
@@ -159,26 +196,34 @@ impl RedisStore {
         })
     }
 
-    async fn update_inner(
-        &self,
-        host: &HostKey,
-        f: &Update<'_>,
-    ) -> Result<Option<StoredHost>, StoreError> {
+    async fn load_inner(&self, host: &HostKey) -> Result<Snapshot, StoreError> {
+        let (raw, clock) = self.read_raw(&state_key(host)).await?;
+        let stored = match raw {
+            Some(raw) => Some(Self::parse(&raw, host.as_str())?),
+            None => None,
+        };
+        Ok(Snapshot { stored, clock })
+    }
+
+    async fn update_inner(&self, host: &HostKey, f: &Update<'_>) -> Result<Snapshot, StoreError> {
         let key = state_key(host);
         for _ in 0..CAS_TRIES {
-            let raw = self.get_raw(&key).await?;
+            let (raw, clock) = self.read_raw(&key).await?;
             // A damaged entry is replaced, as the file store does.
             let current = raw
                 .as_deref()
                 .and_then(|r| Self::parse(r, host.as_str()).ok());
-            let next = f(current);
-            let (value, ttl) = match &next {
-                Some(s) => (serde_json::to_string(s).unwrap_or_default(), self.ttl_ms(s)),
+            let next = f(current, clock);
+            let (value, at) = match &next {
+                Some(s) => (
+                    serde_json::to_string(s).unwrap_or_default(),
+                    Self::expires_at_ms(s, clock.wall_ms()),
+                ),
                 None => (String::new(), 0),
             };
             let mut c = self.conn.clone();
             let mut call = self.cas.key(&key);
-            call.arg(raw.as_deref().unwrap_or("")).arg(value).arg(ttl);
+            call.arg(raw.as_deref().unwrap_or("")).arg(value).arg(at);
             let written: i64 = timed(async move {
                 call.invoke_async(&mut c)
                     .await
@@ -186,7 +231,10 @@ impl RedisStore {
             })
             .await?;
             if written == 1 {
-                return Ok(next);
+                return Ok(Snapshot {
+                    stored: next,
+                    clock,
+                });
             }
         }
         Err(StoreError::Contended(host.as_str().to_owned()))
@@ -202,6 +250,7 @@ impl RedisStore {
             let key = lease_key(host, slot);
             let mut c = self.conn.clone();
             let (k, t) = (key.clone(), token.clone());
+            let asked = Instant::now();
             let taken: Option<String> = timed(async move {
                 redis::cmd("SET")
                     .arg(&k)
@@ -215,22 +264,26 @@ impl RedisStore {
             })
             .await?;
             if taken.is_some() {
-                return Ok(Some(Lease(Box::new(HeldSlot::start(
+                return Ok(Some(Lease::new(HeldSlot::start(
                     self.conn.clone(),
                     self.release.clone(),
                     key,
                     token,
-                )))));
+                    asked,
+                ))));
             }
         }
         Ok(None)
     }
 
-    async fn list_inner(&self) -> Result<Vec<Listed>, StoreError> {
+    async fn list_inner(&self) -> Result<(Vec<Listed>, Clock), StoreError> {
         let keys = self.state_keys().await?;
         let mut out = Vec::new();
+        let mut clock = None;
         for key in keys {
-            if let Some(raw) = self.get_raw(&key).await? {
+            let (raw, at) = self.read_raw(&key).await?;
+            clock = Some(at);
+            if let Some(raw) = raw {
                 let host = key
                     .trim_start_matches(PREFIX)
                     .trim_matches(['{', '}'])
@@ -238,7 +291,11 @@ impl RedisStore {
                 out.push(Self::parse(&raw, &host));
             }
         }
-        Ok(out)
+        let clock = match clock {
+            Some(c) => c,
+            None => self.read_raw(PREFIX).await?.1,
+        };
+        Ok((out, clock))
     }
 
     async fn state_keys(&self) -> Result<Vec<String>, StoreError> {
@@ -256,25 +313,13 @@ impl RedisStore {
         })
         .await
     }
+}
 
-    async fn clear_inner(&self, host: Option<&HostKey>) -> Result<usize, StoreError> {
-        let keys = match host {
-            Some(h) => vec![state_key(h)],
-            None => self.state_keys().await?,
-        };
-        let mut removed = 0;
-        for key in keys {
-            let mut c = self.conn.clone();
-            let n: usize = timed(async move {
-                c.del(&key)
-                    .await
-                    .map_err(failed("cannot delete from Redis"))
-            })
-            .await?;
-            removed += n;
-        }
-        Ok(removed)
-    }
+/// Deletes the slot `key` if it still holds `token`.
+async fn release_slot(mut conn: ConnectionManager, script: &Script, key: &str, token: &str) {
+    let mut call = script.key(key);
+    call.arg(token);
+    let _ = tokio::time::timeout(OP_TIMEOUT, call.invoke_async::<i64>(&mut conn)).await;
 }
 
 fn rand_u64() -> u64 {
@@ -288,46 +333,150 @@ fn rand_u64() -> u64 {
     h.finish()
 }
 
-/// A held send slot: renewed in the background, deleted (if still ours) on drop.
+/// What a held slot and its renewer share.
+#[derive(Debug)]
+struct SlotLife {
+    /// When the slot was last confirmed ours (taken or renewed), by the worker's clock.
+    confirmed: Mutex<Instant>,
+    /// A renewal found the slot taken or lapsed.
+    lost: AtomicBool,
+}
+
+/// A held send slot: renewed in the background, deleted (if still ours) when released.
 struct HeldSlot {
     renew: tokio::task::JoinHandle<()>,
-    release: Option<(ConnectionManager, Script, String, String)>,
+    life: Arc<SlotLife>,
+    conn: ConnectionManager,
+    script: Script,
+    key: String,
+    token: String,
+    released: bool,
+}
+
+/// Renews `key` (if it still holds `token`) for another [`LEASE_TTL`]: `Some(true)` when
+/// it was still ours, `Some(false)` when it was taken or lapsed, `None` when Redis did
+/// not answer.
+async fn renew(mut conn: ConnectionManager, script: &Script, key: &str, token: &str) -> Option<bool> {
+    let mut call = script.key(key);
+    call.arg(token).arg(LEASE_TTL.as_millis() as u64);
+    match tokio::time::timeout(OP_TIMEOUT, call.invoke_async::<i64>(&mut conn)).await {
+        Ok(Ok(n)) => Some(n == 1),
+        _ => None,
+    }
 }
 
 impl HeldSlot {
-    fn start(conn: ConnectionManager, script: Script, key: String, token: String) -> HeldSlot {
-        let (c, s, k, t) = (conn.clone(), script.clone(), key.clone(), token.clone());
+    fn start(
+        conn: ConnectionManager,
+        script: Script,
+        key: String,
+        token: String,
+        asked: Instant,
+    ) -> HeldSlot {
+        lock(&HELD).insert(key.clone(), (conn.clone(), token.clone()));
+        let life = Arc::new(SlotLife {
+            // The slot's life is counted from before it was asked for: never longer than
+            // Redis counts it.
+            confirmed: Mutex::new(asked),
+            lost: AtomicBool::new(false),
+        });
+        let (c, s, k, t, l) = (
+            conn.clone(),
+            script.clone(),
+            key.clone(),
+            token.clone(),
+            life.clone(),
+        );
         let renew = tokio::spawn(async move {
-            let mut c = c;
             loop {
                 tokio::time::sleep(LEASE_RENEW).await;
-                let mut call = s.key(&k);
-                call.arg(&t).arg(LEASE_TTL.as_millis() as u64);
-                let renewed: Result<Result<i64, _>, _> =
-                    tokio::time::timeout(OP_TIMEOUT, call.invoke_async(&mut c)).await;
-                if !matches!(renewed, Ok(Ok(1))) {
-                    tracing::debug!(key = %k, "a send slot could not be renewed");
+                let asked = Instant::now();
+                match renew(c.clone(), &s, &k, &t).await {
+                    Some(true) => *lock(&l.confirmed) = asked,
+                    Some(false) => {
+                        l.lost.store(true, Ordering::SeqCst);
+                        tracing::warn!(
+                            key = %k,
+                            "the send slot lapsed while its request was in flight (this process was stalled): another worker may have sent to the host beside it"
+                        );
+                        return;
+                    }
+                    None => tracing::debug!(key = %k, "a send slot could not be renewed"),
                 }
             }
         });
         HeldSlot {
             renew,
-            release: Some((conn, script, key, token)),
+            life,
+            conn,
+            script,
+            key,
+            token,
+            released: false,
         }
+    }
+}
+
+impl Held for HeldSlot {
+    fn lost(&self) -> bool {
+        self.life.lost.load(Ordering::SeqCst)
+    }
+
+    fn ensure(&self) -> BoxFuture<'_, bool> {
+        async move {
+            if self.lost() {
+                return false;
+            }
+            if lock(&self.life.confirmed).elapsed() < LEASE_FRESH {
+                return true;
+            }
+            let asked = Instant::now();
+            match renew(self.conn.clone(), &self.script, &self.key, &self.token).await {
+                Some(true) => {
+                    *lock(&self.life.confirmed) = asked;
+                    true
+                }
+                _ => false,
+            }
+        }
+        .boxed()
+    }
+
+    fn release(mut self: Box<Self>) -> BoxFuture<'static, ()> {
+        self.renew.abort();
+        self.released = true;
+        lock(&HELD).remove(&self.key);
+        let (conn, script, key, token) = (
+            self.conn.clone(),
+            self.script.clone(),
+            self.key.clone(),
+            self.token.clone(),
+        );
+        async move { release_slot(conn, &script, &key, &token).await }.boxed()
     }
 }
 
 impl Drop for HeldSlot {
     fn drop(&mut self) {
         self.renew.abort();
-        let Some((mut conn, script, key, token)) = self.release.take() else {
+        if self.released {
             return;
-        };
+        }
+        // Cancelled mid-send: give the slot back in the background; a process that ends
+        // first gives back what is left with `release_held`.
+        let (conn, script, key, token) = (
+            self.conn.clone(),
+            self.script.clone(),
+            self.key.clone(),
+            self.token.clone(),
+        );
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                let mut call = script.key(&key);
-                call.arg(&token);
-                let _ = tokio::time::timeout(OP_TIMEOUT, call.invoke_async::<i64>(&mut conn)).await;
+                release_slot(conn, &script, &key, &token).await;
+                let mut held = lock(&HELD);
+                if held.get(&key).is_some_and(|(_, t)| *t == token) {
+                    held.remove(&key);
+                }
             });
         }
     }
@@ -346,8 +495,8 @@ struct Down {
     /// Do not try Redis before this.
     until: Option<Instant>,
     pause: Duration,
-    /// What failed, not yet reported.
-    unreported: Option<String>,
+    /// What failed last, while Redis is down.
+    why: Option<String>,
 }
 
 impl Fallback {
@@ -360,15 +509,14 @@ impl Fallback {
     }
 
     fn usable(&self) -> bool {
-        let down = self.down.lock().unwrap_or_else(|e| e.into_inner());
-        down.until.is_none_or(|t| Instant::now() >= t)
+        lock(&self.down).until.is_none_or(|t| Instant::now() >= t)
     }
 
     fn failed(&self, e: &StoreError) {
-        let mut down = self.down.lock().unwrap_or_else(|e| e.into_inner());
+        let mut down = lock(&self.down);
         down.pause = (down.pause * 2).clamp(RETRY_MIN, RETRY_MAX);
         down.until = Some(Instant::now() + down.pause);
-        down.unreported = Some(format!(
+        down.why = Some(format!(
             "the gate store {} failed ({e}); pacing with the local store",
             self.redis.url
         ));
@@ -376,12 +524,11 @@ impl Fallback {
     }
 
     fn worked(&self) {
-        let mut down = self.down.lock().unwrap_or_else(|e| e.into_inner());
+        let mut down = lock(&self.down);
         if down.until.is_some() {
             tracing::info!("Redis gate store is back");
         }
-        down.until = None;
-        down.pause = Duration::ZERO;
+        *down = Down::default();
     }
 
     /// Runs `on_redis`, or on failure (or while Redis is down) `on_local`; a failure of
@@ -419,29 +566,20 @@ impl HostStore for Fallback {
         self.redis.url.clone()
     }
 
-    fn take_degraded(&self) -> Option<String> {
-        let mut down = self.down.lock().unwrap_or_else(|e| e.into_inner());
-        down.unreported.take()
+    fn degraded(&self) -> Option<String> {
+        lock(&self.down).why.clone()
     }
 
-    fn load<'a>(
-        &'a self,
-        host: &'a HostKey,
-    ) -> BoxFuture<'a, Result<Option<StoredHost>, StoreError>> {
-        let redis = async move {
-            match self.redis.get_raw(&state_key(host)).await? {
-                Some(raw) => RedisStore::parse(&raw, host.as_str()).map(Some),
-                None => Ok(None),
-            }
-        };
-        self.run(redis.boxed(), move |l| l.load(host)).boxed()
+    fn load<'a>(&'a self, host: &'a HostKey) -> BoxFuture<'a, Result<Snapshot, StoreError>> {
+        self.run(self.redis.load_inner(host).boxed(), move |l| l.load(host))
+            .boxed()
     }
 
     fn update<'a>(
         &'a self,
         host: &'a HostKey,
         f: &'a Update<'a>,
-    ) -> BoxFuture<'a, Result<Option<StoredHost>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Snapshot, StoreError>> {
         self.run(self.redis.update_inner(host, f).boxed(), move |l| {
             l.update(host, f)
         })
@@ -459,13 +597,19 @@ impl HostStore for Fallback {
         .boxed()
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<Listed>, StoreError>> {
+    fn list(&self) -> BoxFuture<'_, Result<(Vec<Listed>, Clock), StoreError>> {
         // `rss hosts` shows the configured store, or says why it cannot.
         self.redis.list_inner().boxed()
     }
 
-    fn clear<'a>(&'a self, host: Option<&'a HostKey>) -> BoxFuture<'a, Result<usize, StoreError>> {
-        self.redis.clear_inner(host).boxed()
+    fn tidy(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        async move {
+            match &self.local {
+                Some(local) => local.tidy().await,
+                None => Ok(()),
+            }
+        }
+        .boxed()
     }
 }
 
@@ -490,10 +634,10 @@ mod tests {
     #[tokio::test]
     async fn a_server_that_is_down_fails_fast_and_falls_back() {
         // Port 1 on loopback: nothing listens, the connection is refused at once.
-        let redis = RedisStore::open("redis://127.0.0.1:1/0", GateParams::default()).unwrap();
+        let redis = RedisStore::open("redis://127.0.0.1:1/0").unwrap();
         let dir = tempfile::tempdir().unwrap();
         let local: Arc<dyn HostStore> =
-            Arc::new(super::super::file::FileStore::open(dir.path()).unwrap());
+            Arc::new(super::super::file::FileStore::open(dir.path(), 0).unwrap());
         let store = Fallback::new(redis, Some(local));
         let h = HostKey::parse("example.com:443").unwrap();
         let started = std::time::Instant::now();
@@ -501,8 +645,7 @@ mod tests {
         assert!(lease.is_some());
         assert!(store.try_lease(&h, 1).await.unwrap().is_none());
         assert!(started.elapsed() < OP_TIMEOUT * 3);
-        let warning = store.take_degraded().expect("a warning");
+        let warning = store.degraded().expect("a warning");
         assert!(warning.contains("127.0.0.1:1"), "{warning}");
-        assert!(store.take_degraded().is_none());
     }
 }

@@ -16,12 +16,25 @@ pub(crate) struct Clock {
 }
 
 impl Clock {
-    /// Both clocks, now.
-    pub(crate) fn now() -> Clock {
+    /// Both clocks, now, with this machine's wall clock moved by `skew_ms` (a test knob:
+    /// `RSS_TEST_WALL_CLOCK_SKEW_MS`; 0 otherwise).
+    pub(crate) fn local(skew_ms: i64) -> Clock {
+        let wall = wall_ms(SystemTime::now());
         Clock {
             instant: Instant::now(),
-            wall_ms: wall_ms(SystemTime::now()),
+            wall_ms: wall.saturating_add_signed(skew_ms),
         }
+    }
+
+    /// The gate's `instant` read at the same moment as a store's clock said `wall_ms` (the
+    /// Redis server's `TIME`, so every worker of a fleet reads one clock).
+    pub(crate) fn at(instant: Instant, wall_ms: u64) -> Clock {
+        Clock { instant, wall_ms }
+    }
+
+    /// The gate's instant of this reading.
+    pub(crate) fn instant(&self) -> Instant {
+        self.instant
     }
 
     /// The wall-clock milliseconds of `t`, rounded up (so a wait read back from the store
@@ -75,12 +88,20 @@ pub(crate) struct StoredHost {
     pub last_retry_after_ms: Option<u64>,
     /// The learned floor: the least gap after an admitted send.
     pub floor_ms: Option<u64>,
+    /// The floor is enforced until this time (a floor lifetime after the last refusal).
+    #[serde(default)]
+    pub floor_until_ms: Option<u64>,
     /// When the last admitted send started.
     pub last_admitted_ms: Option<u64>,
     /// The last HTTP status the host answered.
     pub last_status: Option<u16>,
     /// When this state last changed.
     pub updated_ms: u64,
+    /// Set on a clear marker (`rss hosts clear`): the state was forgotten at `updated_ms`,
+    /// and running processes forget what they knew before it, until this time (when what
+    /// it replaced would have lapsed).
+    #[serde(default)]
+    pub cleared_until_ms: Option<u64>,
 }
 
 impl StoredHost {
@@ -94,10 +115,65 @@ impl StoredHost {
             depth: state.depth,
             last_retry_after_ms: state.last_retry_after.map(ms),
             floor_ms: state.floor.map(ms),
+            floor_until_ms: state.floor_until.map(|t| clock.wall_of(t)),
             last_admitted_ms: state.last_admitted.map(|t| clock.wall_of(t)),
             last_status: state.last_status,
             updated_ms: state.updated.map_or(clock.wall_ms, |t| clock.wall_of(t)),
+            cleared_until_ms: None,
         }
+    }
+
+    /// A clear marker replacing `replaced` (or nothing) at `clock`'s now: it lives as long as
+    /// what it replaced would have, and at least a warm window.
+    pub(crate) fn cleared(
+        host: &HostKey,
+        replaced: Option<&StoredHost>,
+        clock: Clock,
+        p: &GateParams,
+    ) -> StoredHost {
+        let ms = |d: Duration| d.as_millis().min(u64::MAX as u128) as u64;
+        let until = replaced
+            .and_then(StoredHost::lapses_ms)
+            .unwrap_or(0)
+            .max(clock.wall_ms.saturating_add(ms(p.warm_window)));
+        StoredHost {
+            host: host.as_str().to_owned(),
+            next_allowed_ms: None,
+            warm_until_ms: None,
+            depth: 0,
+            last_retry_after_ms: None,
+            floor_ms: None,
+            floor_until_ms: None,
+            last_admitted_ms: None,
+            last_status: None,
+            updated_ms: clock.wall_ms,
+            cleared_until_ms: Some(until),
+        }
+    }
+
+    /// Whether this entry is a clear marker.
+    pub(crate) fn is_clear_marker(&self) -> bool {
+        self.cleared_until_ms.is_some()
+    }
+
+    /// When every part of this entry has lapsed: its cooldown, warm window and floor (and,
+    /// for a clear marker, the marker itself). `None`: nothing in it is enforced.
+    pub(crate) fn lapses_ms(&self) -> Option<u64> {
+        let floor_until = self.floor_ms.and(self.floor_until_ms);
+        [
+            self.next_allowed_ms,
+            self.warm_until_ms,
+            floor_until,
+            self.cleared_until_ms,
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+    }
+
+    /// Whether the entry has lapsed at wall-clock `now_ms` (then it is ignored and deleted).
+    pub(crate) fn is_expired(&self, now_ms: u64) -> bool {
+        self.lapses_ms().is_none_or(|t| t <= now_ms)
     }
 
     /// The gate's view of this entry against `clock`, every value capped: no cooldown past
@@ -106,6 +182,13 @@ impl StoredHost {
     pub(crate) fn to_state(&self, clock: Clock, p: &GateParams) -> HostState {
         let capped = |d: u64| Duration::from_millis(d).min(p.max_cooldown);
         let past = |ms: u64| clock.instant_of(ms.min(clock.wall_ms), Duration::ZERO);
+        if self.is_clear_marker() {
+            // Everything learned before the marker is forgotten.
+            return HostState {
+                updated: past(self.updated_ms),
+                ..HostState::default()
+            };
+        }
         HostState {
             next_allowed: self
                 .next_allowed_ms
@@ -116,6 +199,9 @@ impl StoredHost {
             depth: self.depth.min(64),
             last_retry_after: self.last_retry_after_ms.map(capped),
             floor: self.floor_ms.map(capped),
+            floor_until: self
+                .floor_until_ms
+                .and_then(|ms| clock.instant_of(ms, p.floor_lifetime)),
             last_admitted: self.last_admitted_ms.and_then(past),
             last_status: self.last_status,
             updated: past(self.updated_ms),
@@ -137,18 +223,18 @@ impl StoredHost {
             depth: self.depth.min(64),
             last_retry_after_ms: self.last_retry_after_ms.map(|d| d.min(ms(p.max_cooldown))),
             floor_ms: self.floor_ms.map(|d| d.min(ms(p.max_cooldown))),
+            floor_until_ms: limit(self.floor_until_ms, p.floor_lifetime),
             last_admitted_ms: self.last_admitted_ms.map(|t| t.min(now)),
             last_status: self.last_status,
             updated_ms: self.updated_ms.min(now),
+            cleared_until_ms: limit(
+                self.cleared_until_ms,
+                p.floor_lifetime.max(p.warm_window),
+            ),
         };
         (fixed != *self).then_some(fixed)
     }
 
-    /// Whether the entry has lapsed (see [`HostState::is_expired`]).
-    pub(crate) fn is_expired(&self, p: &GateParams) -> bool {
-        let clock = Clock::now();
-        self.to_state(clock, p).is_expired(p, clock.instant)
-    }
 }
 
 #[cfg(test)]
@@ -161,7 +247,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_state_survives_the_round_trip_to_wall_clock() {
-        let clock = Clock::now();
+        let clock = Clock::local(0);
         let now = clock.instant;
         let state = HostState {
             next_allowed: Some(now + Duration::from_millis(1500)),
@@ -169,6 +255,7 @@ mod tests {
             depth: 2,
             last_retry_after: Some(Duration::from_secs(5)),
             floor: Some(Duration::from_millis(700)),
+            floor_until: Some(now + Duration::from_secs(3000)),
             last_admitted: Some(now - Duration::from_secs(3)),
             last_status: Some(429),
             updated: Some(now),
@@ -181,7 +268,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_wait_read_back_is_never_shorter() {
-        let clock = Clock::now();
+        let clock = Clock::local(0);
         let key = HostKey::parse("a.test:80").unwrap();
         let state = HostState {
             next_allowed: Some(clock.instant + Duration::from_micros(1_999_001)),
@@ -193,7 +280,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn far_future_and_huge_values_are_capped_on_read() {
-        let clock = Clock::now();
+        let clock = Clock::local(0);
         let stored = StoredHost {
             host: "a.test:80".into(),
             next_allowed_ms: Some(u64::MAX),
@@ -201,15 +288,18 @@ mod tests {
             depth: u32::MAX,
             last_retry_after_ms: Some(u64::MAX),
             floor_ms: Some(u64::MAX),
+            floor_until_ms: Some(u64::MAX),
             last_admitted_ms: Some(u64::MAX),
             last_status: Some(429),
             updated_ms: u64::MAX,
+            cleared_until_ms: None,
         };
         let p = params();
         let s = stored.to_state(clock, &p);
         assert_eq!(s.next_allowed, Some(clock.instant + p.max_cooldown));
         assert_eq!(s.warm_until, Some(clock.instant + p.warm_window));
         assert_eq!(s.floor, Some(p.max_cooldown));
+        assert_eq!(s.floor_until, Some(clock.instant + p.floor_lifetime));
         assert_eq!(s.last_retry_after, Some(p.max_cooldown));
         assert_eq!(s.last_admitted, Some(clock.instant));
         assert_eq!(s.updated, Some(clock.instant));

@@ -1,11 +1,12 @@
 //! The shared HTTP client: every network send of the process goes through [`Client::get`].
 //!
-//! One send, in order: the host's permit in this process's gate; the host's shared state
-//! re-read and its pacing waited out; the host's shared send slot (other processes); a
-//! global slot among this process's sends in flight; a last look at the pacing; then a
-//! conditional GET within the size and time limits, whose outcome the gate learns (and
-//! publishes to the shared store) before the slots are let go. A refusal re-enters the
-//! gate once.
+//! One send, in order: the host's shared state re-read; the host's permit in this
+//! process's gate; the shared state re-read again and its pacing waited out (holding only
+//! the permit); a global slot among this process's sends in flight; the host's shared send
+//! slot (other processes), last, right before the send — a slot busy elsewhere is let go of
+//! and polled for, holding nothing else; then a conditional GET within the size and time
+//! limits, whose outcome the gate learns (and publishes to the shared store) before the
+//! slots are let go. A refusal re-enters the gate once.
 
 mod classify;
 mod guard;
@@ -22,7 +23,8 @@ use url::Url;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::gate::{Event, Gate, HostKey, Permit};
-use crate::hosts::{Lease, SharedHosts, StoreWarning};
+use crate::hosts::{Lease, Notes, SharedHosts, Slot, StoreWarning};
+use crate::model::WarningCode;
 use crate::payload::Payload;
 pub use classify::parse_retry_after;
 use classify::{gate_refusal, join_chain};
@@ -85,7 +87,13 @@ pub struct Exchange {
     /// Time spent waiting before sends: the host's permit and pacing, other processes'
     /// sends to the host, and this process's global cap.
     pub gate_wait: Duration,
+    /// What the shared host state met on the way (for this call's output only).
+    pub(crate) warnings: Vec<StoreWarning>,
 }
+
+/// The first and longest pause between two tries for a send slot another process holds.
+const SLOT_POLL_MIN: Duration = Duration::from_millis(2);
+const SLOT_POLL_MAX: Duration = Duration::from_millis(50);
 
 /// The one HTTP client of a process: a connection pool, the gate, its link to the shared
 /// host state, and the global cap on sends in flight.
@@ -104,6 +112,9 @@ struct Inner {
     max_body_bytes: u64,
     max_redirects: usize,
     deny_private_networks: bool,
+    /// The longest a send waits for a slot another process keeps busy: its budget and one
+    /// whole send (a live holder is done by then; a stopped one is not waited for forever).
+    slot_wait_limit: Duration,
 }
 
 /// What a call has spent so far.
@@ -111,12 +122,30 @@ struct Inner {
 struct Tally {
     attempts: u32,
     gate_wait: Duration,
+    notes: Notes,
 }
 
 /// Everything a send holds while it is on the wire.
 struct Cleared<'a> {
-    _lease: Option<Lease>,
+    lease: Option<Lease>,
     _slot: SemaphorePermit<'a>,
+}
+
+impl Cleared<'_> {
+    /// Lets go of the slots; notes when the shared slot was lost while the request was on
+    /// the wire (its holder was stalled past the slot's lifetime).
+    async fn release(self, host: &HostKey, notes: &mut Notes) {
+        let Some(lease) = self.lease else { return };
+        if lease.lost() {
+            notes.push(StoreWarning {
+                code: WarningCode::GateSlotLost,
+                message: format!(
+                    "the shared send slot of {host} lapsed while this request was on the wire (the process was stalled): another worker may have sent to the host at the same time"
+                ),
+            });
+        }
+        lease.release().await;
+    }
 }
 
 impl Client {
@@ -149,6 +178,7 @@ impl Client {
                 max_body_bytes: config.max_body_bytes,
                 max_redirects: config.max_redirects,
                 deny_private_networks: config.deny_private_networks,
+                slot_wait_limit: config.gate.max_gate_wait + config.timeout,
             }),
         })
     }
@@ -163,9 +193,9 @@ impl Client {
         &self.inner.hosts
     }
 
-    /// Warnings the shared host state raised since they were last taken.
-    pub(crate) fn take_warnings(&self) -> Vec<StoreWarning> {
-        self.inner.hosts.take_warnings()
+    /// The warning every operation carries when host state cannot be shared, if any.
+    pub(crate) fn standing_warning(&self) -> Option<StoreWarning> {
+        self.inner.hosts.standing_warning()
     }
 
     /// A deadline `MAX_GATE_WAIT` from now: the budget of one call.
@@ -181,6 +211,7 @@ impl Client {
             result,
             attempts: tally.attempts,
             gate_wait: tally.gate_wait,
+            warnings: tally.notes.into_vec(),
         }
     }
 
@@ -194,6 +225,11 @@ impl Client {
                 source: None,
             })?;
             self.check_address(&url)?;
+            // What another process learned (or cleared) counts before this call queues.
+            self.inner
+                .hosts
+                .refresh(&self.inner.gate, &key, &mut tally.notes)
+                .await;
             let mut permit = self
                 .inner
                 .gate
@@ -251,21 +287,37 @@ impl Client {
         }
     }
 
-    /// Waits until this permit's holder may send: the host's pacing with the freshest
-    /// shared state, the host's shared send slot, a global slot, and one more look at the
-    /// pacing (time passed while waiting for the slots).
+    /// Waits until this permit's holder may send: the freshest shared state and its pacing
+    /// (holding only the permit), then a global slot, then the host's shared send slot,
+    /// right before the send. A slot another process holds is waited for like a busy
+    /// permit, holding nothing meanwhile; the time shows in `gate_wait`.
     async fn clear_to_send(
         &self,
         permit: &mut Permit,
         req: &GetRequest,
         tally: &mut Tally,
     ) -> Result<Cleared<'_>> {
+        let started = Instant::now();
+        let r = self.clear_to_send_inner(permit, req, tally).await;
+        tally.gate_wait += started.elapsed();
+        r
+    }
+
+    async fn clear_to_send_inner(
+        &self,
+        permit: &mut Permit,
+        req: &GetRequest,
+        tally: &mut Tally,
+    ) -> Result<Cleared<'_>> {
+        let gate = &self.inner.gate;
+        let hosts = &self.inner.hosts;
+        let key = permit.host().clone();
+        let mut pause = SLOT_POLL_MIN;
+        let mut busy_since: Option<Instant> = None;
         loop {
-            let started = Instant::now();
-            let lease = self
-                .inner
-                .hosts
-                .lease(&self.inner.gate, permit, req.deadline)
+            hosts.refresh(gate, &key, &mut tally.notes).await;
+            permit
+                .pace(req.deadline)
                 .await
                 .map_err(|t| gate_refusal(t, None, None))?;
             let slot = self
@@ -274,18 +326,42 @@ impl Client {
                 .acquire()
                 .await
                 .map_err(|_| Error::internal("send slots closed"))?;
-            tally.gate_wait += started.elapsed();
-            if permit.pacing().is_zero() {
-                return Ok(Cleared {
-                    _lease: lease,
-                    _slot: slot,
-                });
+            // Time passed while waiting for the slot.
+            if !permit.pacing().is_zero() {
+                continue;
             }
-            let slept = permit
-                .pace(req.deadline)
-                .await
-                .map_err(|t| gate_refusal(t, None, None))?;
-            tally.gate_wait += slept;
+            match hosts.try_slot(gate, &key, &mut tally.notes).await {
+                Slot::Unshared => {
+                    return Ok(Cleared {
+                        lease: None,
+                        _slot: slot,
+                    });
+                }
+                Slot::Taken(lease) => {
+                    // The holder before us may have learned something as it let go.
+                    hosts.refresh(gate, &key, &mut tally.notes).await;
+                    if permit.pacing().is_zero() && lease.ensure().await {
+                        return Ok(Cleared {
+                            lease: Some(lease),
+                            _slot: slot,
+                        });
+                    }
+                    lease.release().await;
+                }
+                Slot::Busy => {
+                    drop(slot);
+                    let now = Instant::now();
+                    let since = *busy_since.get_or_insert(now);
+                    if now - since >= self.inner.slot_wait_limit {
+                        return Err(Error::SlotHeld {
+                            host: key.to_string(),
+                            waited: now - since,
+                        });
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(SLOT_POLL_MAX);
+                }
+            }
         }
     }
 
@@ -300,9 +376,9 @@ impl Client {
         loop {
             let cleared = self.clear_to_send(permit, req, tally).await?;
             tally.attempts += 1;
-            let sent = self.send_once(permit, url, req).await;
+            let sent = self.send_once(permit, url, req, &mut tally.notes).await;
             // The outcome is published before the slots go, so the next holder sees it.
-            drop(cleared);
+            cleared.release(permit.host(), &mut tally.notes).await;
             let (status, retry_after_raw) = match sent? {
                 Sent::Hop(hop) => return Ok(hop),
                 Sent::Refused {
@@ -339,10 +415,16 @@ impl Client {
     }
 
     /// Applies `event` (already applied to the gate on `before`) to the shared state.
-    async fn publish(&self, key: &HostKey, before: crate::gate::HostState, event: Event) {
+    async fn publish(
+        &self,
+        key: &HostKey,
+        before: crate::gate::HostState,
+        event: Event,
+        notes: &mut Notes,
+    ) {
         self.inner
             .hosts
-            .publish(&self.inner.gate, key, before, event)
+            .publish(&self.inner.gate, key, before, event, notes)
             .await;
     }
 }

@@ -11,6 +11,7 @@ use super::classify::{network_error, parse_retry_after};
 use super::{Client, GetRequest, Response};
 use crate::error::{Error, Result};
 use crate::gate::{Outcome, Permit};
+use crate::hosts::Notes;
 use crate::payload::Payload;
 
 pub(super) enum Hop {
@@ -74,10 +75,16 @@ async fn read_capped(mut resp: reqwest::Response, url: &Url, cap: u64) -> Result
 
 impl Client {
     /// Tells the gate (and the shared state) how the send ended.
-    async fn ended(&self, permit: &Permit, outcome: Outcome, status: Option<StatusCode>) {
+    async fn ended(
+        &self,
+        permit: &mut Permit,
+        outcome: Outcome,
+        status: Option<StatusCode>,
+        notes: &mut Notes,
+    ) {
         let before = self.gate().state_of(permit.host());
         let event = permit.record(outcome, status.map(|s| s.as_u16()));
-        self.publish(permit.host(), before, event).await;
+        self.publish(permit.host(), before, event, notes).await;
     }
 
     /// Sends one GET and reads its answer; the caller holds every slot it needs.
@@ -86,6 +93,7 @@ impl Client {
         permit: &mut Permit,
         url: &Url,
         req: &GetRequest,
+        notes: &mut Notes,
     ) -> Result<Sent> {
         let client = if is_loopback(url) {
             &self.inner.direct
@@ -114,12 +122,12 @@ impl Client {
         // Counted from its start: a send cancelled in flight still spaces the next one.
         let before = self.gate().state_of(permit.host());
         let start = permit.start_send();
-        self.publish(permit.host(), before, start).await;
+        self.publish(permit.host(), before, start, notes).await;
 
         let resp = match builder.send().await {
             Ok(resp) => resp,
             Err(e) => {
-                self.ended(permit, Outcome::Failed, None).await;
+                self.ended(permit, Outcome::Failed, None, notes).await;
                 return Err(network_error(url, e));
             }
         };
@@ -131,8 +139,7 @@ impl Client {
             let retry_after = raw
                 .as_deref()
                 .and_then(|r| parse_retry_after(r, SystemTime::now()));
-            self.ended(permit, Outcome::Refused { retry_after }, Some(status))
-                .await;
+            self.ended(permit, Outcome::Refused { retry_after }, Some(status), notes).await;
             tracing::debug!(%url, %status, ?retry_after, "host refused");
             return Ok(Sent::Refused {
                 status,
@@ -140,7 +147,7 @@ impl Client {
             });
         }
         if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
-            self.ended(permit, Outcome::Success, Some(status)).await;
+            self.ended(permit, Outcome::Success, Some(status), notes).await;
             let Some(location) = header_str(&headers, header::LOCATION) else {
                 return Err(Error::HttpStatus {
                     status: status.as_u16(),
@@ -171,11 +178,11 @@ impl Client {
             last_modified: header_str(&headers, header::LAST_MODIFIED),
         };
         if status == StatusCode::NOT_MODIFIED {
-            self.ended(permit, Outcome::Success, Some(status)).await;
+            self.ended(permit, Outcome::Success, Some(status), notes).await;
             return Ok(Sent::Hop(Hop::Done(meta(Payload::default(), true))));
         }
         if !status.is_success() {
-            self.ended(permit, Outcome::Success, Some(status)).await;
+            self.ended(permit, Outcome::Success, Some(status), notes).await;
             return Err(Error::HttpStatus {
                 status: status.as_u16(),
                 url: url.to_string(),
@@ -187,7 +194,7 @@ impl Client {
         } else {
             Outcome::Failed
         };
-        self.ended(permit, outcome, Some(status)).await;
+        self.ended(permit, outcome, Some(status), notes).await;
         Ok(Sent::Hop(Hop::Done(meta(body?, false))))
     }
 }

@@ -331,11 +331,10 @@ mod tests {
     #[test]
     fn the_instructions_name_every_error_code_and_only_real_ones() {
         let text = tools::instructions();
-        for code in crate::error::ErrorCode::ALL {
+        for code in crate::error::ErrorCode::all() {
             assert!(text.contains(code.as_str()), "{} is missing", code.as_str());
         }
-        let known: Vec<&str> = crate::error::ErrorCode::ALL
-            .iter()
+        let known: Vec<&str> = crate::error::ErrorCode::all()
             .map(|c| c.as_str())
             .collect();
         for word in text.split(|c: char| !(c.is_ascii_uppercase() || c == '_')) {

@@ -161,7 +161,7 @@ pub fn instructions() -> String {
          only provokes more refusals. Other feeds in the same call are unaffected.\n\
          Error codes:\n",
     );
-    for code in ErrorCode::ALL {
+    for code in ErrorCode::all() {
         s.push_str(&format!("- {}: {}\n", code.as_str(), code.meaning()));
     }
     s

@@ -10,6 +10,7 @@ use crate::model::{DiscoverOutput, DiscoveredFeed, SCHEMA_VERSION, Warning};
 /// Finds the feeds `site_url` advertises. Goes through the gate like every send.
 pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
     let input = classify(site_url);
+    let mut exchange = Vec::new();
     let (body, content_type, page_url) = match input.source {
         Source::Invalid(e) => return Err(e),
         Source::File(path) => {
@@ -19,7 +20,7 @@ pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
             (body, None, url)
         }
         Source::Http(url) => {
-            let ex = ctx
+            let mut ex = ctx
                 .client
                 .get(GetRequest {
                     url,
@@ -28,6 +29,7 @@ pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
                     accept: ACCEPT_PAGES,
                 })
                 .await;
+            exchange = super::exchange_warnings(&input.feed_url, &mut ex);
             let resp = ex.result?;
             (resp.body, resp.content_type, resp.final_url)
         }
@@ -54,6 +56,7 @@ pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
     })
     .await?;
     let mut warnings = ctx.standing_warnings();
+    warnings.extend(exchange);
     if guessed {
         warnings.push(Warning::new(
             Some(feed_url.clone()),

@@ -255,7 +255,7 @@ async fn fetch_http(
         return from_entry(feed_url, entry, FeedStatus::Ok, opts).await;
     }
     let validators = validators(cached.as_ref());
-    let ex = ctx
+    let mut ex = ctx
         .client
         .get(GetRequest {
             url,
@@ -264,6 +264,7 @@ async fn fetch_http(
             accept: ACCEPT_FEEDS,
         })
         .await;
+    let store_notes = super::exchange_warnings(feed_url, &mut ex);
     let mut o = match ex.result {
         Ok(resp) if resp.not_modified => match not_modified(ctx, cached, &resp).await {
             Ok(entry) => from_entry(feed_url, entry, FeedStatus::NotModified, opts).await,
@@ -309,6 +310,7 @@ async fn fetch_http(
     };
     o.feed.attempts = ex.attempts;
     o.feed.gate_wait_ms = ex.gate_wait.as_millis() as u64;
+    o.warnings.extend(store_notes);
     if let Some(msg) = corrupt {
         o.warn(WarningCode::CacheEntryCorrupt, msg);
     }

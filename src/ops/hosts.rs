@@ -7,7 +7,7 @@ use super::Context;
 use crate::error::{Error, Result};
 use crate::feed::date;
 use crate::gate::HostKey;
-use crate::hosts::{Clock, StoredHost};
+use crate::hosts::StoredHost;
 use crate::model::{HostInfo, HostsOutput, SCHEMA_VERSION, Warning};
 
 fn time(ms: u64) -> Option<String> {
@@ -15,20 +15,25 @@ fn time(ms: u64) -> Option<String> {
 }
 
 fn info(s: &StoredHost, now_ms: u64) -> HostInfo {
+    let live = |t: Option<u64>| t.filter(|&t| t > now_ms);
+    let warm = live(s.warm_until_ms);
+    let floor_until = live(s.floor_until_ms).filter(|_| s.floor_ms.is_some());
     HostInfo {
         host: s.host.clone(),
-        cooling_down_until: s.next_allowed_ms.filter(|&t| t > now_ms).and_then(time),
-        warm_until: s.warm_until_ms.filter(|&t| t > now_ms).and_then(time),
-        depth: s.depth,
-        floor_ms: s.floor_ms,
-        last_retry_after_ms: s.last_retry_after_ms,
+        cooling_down_until: live(s.next_allowed_ms).and_then(time),
+        warm_until: warm.and_then(time),
+        depth: if warm.is_some() { s.depth } else { 0 },
+        floor_ms: s.floor_ms.filter(|_| floor_until.is_some()),
+        floor_until: floor_until.and_then(time),
+        last_retry_after_ms: s.last_retry_after_ms.filter(|_| warm.is_some()),
         last_status: s.last_status,
         updated_at: time(s.updated_ms).unwrap_or_default(),
+        lapses_at: s.lapses_ms().and_then(time),
     }
 }
 
-/// Lists the live host state of the configured store (`rss hosts`); lapsed entries are
-/// left out.
+/// Lists the live host state of the configured store (`rss hosts`): what the gate
+/// enforces now. Lapsed entries and clear markers are left out.
 pub async fn hosts_list(ctx: &Context) -> Result<HostsOutput> {
     let mut warnings: Vec<Warning> = ctx.standing_warnings();
     let Some(store) = ctx.client.hosts().store() else {
@@ -39,13 +44,14 @@ pub async fn hosts_list(ctx: &Context) -> Result<HostsOutput> {
             warnings,
         });
     };
-    let params = *ctx.client.gate().params();
-    let listed = store.list().await.map_err(Error::HostStore)?;
-    let now_ms = Clock::now().wall_ms();
+    let (listed, clock) = store.list().await.map_err(Error::HostStore)?;
+    let now_ms = clock.wall_ms();
     let mut hosts = Vec::new();
     for entry in listed {
         match entry {
-            Ok(s) if !s.is_expired(&params) => hosts.push(info(&s, now_ms)),
+            Ok(s) if !s.is_expired(now_ms) && !s.is_clear_marker() => {
+                hosts.push(info(&s, now_ms))
+            }
             Ok(_) => {}
             Err(e) => warnings.push(Warning::new(
                 None,
@@ -80,8 +86,9 @@ pub async fn hosts_clear(ctx: &Context, host: Option<&str>) -> Result<usize> {
         })
         .transpose()?;
     ctx.client.gate().forget(key.as_ref());
-    let Some(store) = ctx.client.hosts().store() else {
-        return Ok(0);
-    };
-    store.clear(key.as_ref()).await.map_err(Error::HostStore)
+    ctx.client
+        .hosts()
+        .clear(ctx.client.gate().params(), key.as_ref())
+        .await
+        .map_err(Error::HostStore)
 }

@@ -85,11 +85,21 @@ impl Context {
             .map(|m| Warning::new(None, WarningCode::CacheUnavailable, m.clone()));
         let hosts = self
             .client
-            .take_warnings()
-            .into_iter()
+            .standing_warning()
             .map(|w| Warning::new(None, w.code, w.message));
         cache.into_iter().chain(hosts).collect()
     }
+}
+
+/// The warnings the shared host state raised for one exchange, as `url`'s warnings.
+fn exchange_warnings(url: &str, ex: &mut crate::http::Exchange) -> Vec<Warning> {
+    std::mem::take(&mut ex.warnings)
+        .into_iter()
+        .map(|w| Warning::new(Some(url.to_owned()), w.code, w.message))
+        .collect()
+}
+
+impl Context {
 }
 
 /// How the cache is used by a fetch.
@@ -143,9 +153,14 @@ pub async fn cache_list(ctx: &Context) -> Result<CacheListOutput> {
 /// Clears the cache (`rss cache clear`), all of it or entries older than `older_than`.
 pub async fn cache_clear(ctx: &Context, older_than: Option<Duration>) -> Result<usize> {
     let cache = require_cache(ctx)?.clone();
-    tokio::task::spawn_blocking(move || cache.clear(older_than))
+    let removed = tokio::task::spawn_blocking(move || cache.clear(older_than))
         .await
-        .map_err(|e| Error::internal_from("cache clearing panicked", e))?
+        .map_err(|e| Error::internal_from("cache clearing panicked", e))??;
+    // Lock files of hosts nothing is sending to go too (host state itself stays).
+    if let Some(store) = ctx.client.hosts().store() {
+        store.tidy().await.map_err(Error::HostStore)?;
+    }
+    Ok(removed)
 }
 
 fn require_cache(ctx: &Context) -> Result<&Cache> {

@@ -95,7 +95,7 @@ pub async fn show_item(
             ));
         }
     }
-    let ex = ctx
+    let mut ex = ctx
         .client
         .get(GetRequest {
             url,
@@ -104,6 +104,9 @@ pub async fn show_item(
             accept: ACCEPT_FEEDS,
         })
         .await;
+    for w in super::exchange_warnings(&feed_url, &mut ex) {
+        warn(w.code, w.message);
+    }
     let resp = ex.result?;
     let src = if resp.not_modified {
         let entry = super::not_modified(ctx, cached, &resp).await?;
