@@ -140,6 +140,9 @@ pub struct Config {
     /// This process's wall clock moved by this much as the file store reads it (a test
     /// knob, `RSS_TEST_WALL_CLOCK_SKEW_MS`; 0 otherwise).
     pub wall_clock_skew_ms: i64,
+    /// Host names of the proxies configured in `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY`
+    /// (either case), lowercased: `--deny-private-networks` trusts them.
+    pub proxy_hosts: Vec<String>,
 }
 
 impl Default for Config {
@@ -157,8 +160,40 @@ impl Default for Config {
             file_access: crate::local::FileAccess::default(),
             deny_private_networks: false,
             wall_clock_skew_ms: 0,
+            proxy_hosts: Vec::new(),
         }
     }
+}
+
+/// The host names of the proxies the HTTP client takes from the environment.
+fn proxy_hosts(env: &impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut hosts: Vec<String> = [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ]
+    .iter()
+    .filter_map(|v| env(v))
+    .filter_map(|p| {
+        let p = p.trim();
+        // A proxy may be given without a scheme (`proxy.internal:3128`).
+        let with_scheme = if p.contains("://") {
+            p.to_owned()
+        } else {
+            format!("http://{p}")
+        };
+        url::Url::parse(&with_scheme)
+            .ok()?
+            .host_str()
+            .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+    })
+    .collect();
+    hosts.sort();
+    hosts.dedup();
+    hosts
 }
 
 impl Config {
@@ -270,6 +305,7 @@ impl Config {
             in_range(n as u64, limits::CONCURRENCY, "--concurrency")?;
             config.concurrency = n;
         }
+        config.proxy_hosts = proxy_hosts(&env);
         if let Some(skew) = env(ENV_TEST_WALL_CLOCK_SKEW).filter(|s| !s.trim().is_empty()) {
             config.wall_clock_skew_ms = skew.trim().parse().map_err(|_| {
                 Error::usage(format!(

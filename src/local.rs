@@ -40,17 +40,20 @@ impl FileAccess {
         Ok(FileAccess::Under(canonical))
     }
 
-    /// The path to read for the input `path`, or why it may not be read. A path outside the
-    /// allowed tree is refused with the same answer whether or not it exists, so the
-    /// refusal reveals nothing about the file system.
-    pub fn check(&self, input: &str, path: &Path) -> Result<PathBuf> {
+    /// Reads the input `path` if this policy allows it, within `limits`. A path outside
+    /// the allowed tree is refused with the same answer whether or not it exists (through
+    /// `..`, an absolute path, or a symlink inside the tree that points out of it), so the
+    /// refusal reveals nothing about the file system; under a tree, the file is opened
+    /// beneath the tree's directory handle (`openat2` with `RESOLVE_BENEATH` where the
+    /// kernel has it), so a path swapped after a check cannot escape it either.
+    pub async fn read(&self, input: &str, path: &Path, limits: ReadLimits) -> Result<Payload> {
         let refuse = |reason: String| Error::InvalidUrl {
             input: input.to_owned(),
             reason,
             source: None,
         };
         match self {
-            FileAccess::Any => Ok(path.to_path_buf()),
+            FileAccess::Any => read_file(path, limits).await,
             FileAccess::Deny => Err(refuse(
                 "local files are not read here: give an http(s) URL (the server reads files only \
                  under a directory given with --allow-files)"
@@ -63,34 +66,71 @@ impl FileAccess {
                         root.display()
                     ))
                 };
-                let joined = if path.is_absolute() {
-                    path.to_path_buf()
+                let relative = if path.is_absolute() {
+                    match normalized(path).and_then(|p| {
+                        p.strip_prefix(root).ok().map(Path::to_path_buf)
+                    }) {
+                        Some(r) => r,
+                        None => return Err(outside()),
+                    }
                 } else {
-                    root.join(path)
+                    path.to_path_buf()
                 };
-                match joined.canonicalize() {
-                    Ok(real) if real.starts_with(root) => {
-                        let meta = std::fs::metadata(&real)
-                            .map_err(|e| Error::io("cannot read", &real, e))?;
-                        if !meta.is_file() {
-                            return Err(refuse("not a regular file".to_owned()));
-                        }
-                        Ok(real)
-                    }
-                    Ok(_) => Err(outside()),
-                    // Missing: inside the tree it is a plain I/O error, outside a refusal.
-                    Err(e) if lexically_under(&joined, root) => {
-                        Err(Error::io("cannot read", &joined, e))
-                    }
-                    Err(_) => Err(outside()),
-                }
+                let shown = root.join(&relative);
+                let (root, rel) = (root.clone(), relative.clone());
+                let open = tokio::task::spawn_blocking(move || open_beneath(&root, &rel));
+                let opened = match tokio::time::timeout(limits.timeout, open).await {
+                    Ok(Ok(r)) => r,
+                    Ok(Err(e)) => return Err(Error::internal_from("a file open failed", e)),
+                    Err(_) => return Err(timed_out(&shown, limits)),
+                };
+                let file = match opened {
+                    Ok(file) => file,
+                    Err(Beneath::Escapes) => return Err(outside()),
+                    Err(Beneath::NotAFile) => return Err(refuse("not a regular file".to_owned())),
+                    Err(Beneath::Io(e)) => return Err(Error::io("cannot read", &shown, e)),
+                };
+                read_open(tokio::fs::File::from_std(file), &shown, limits).await
             }
         }
     }
 }
 
-/// Whether `path`, with `.` and `..` applied, lies under `root` (no file system access).
-fn lexically_under(path: &Path, root: &Path) -> bool {
+/// Why a file beneath a directory could not be opened.
+enum Beneath {
+    /// The path leads out of the directory (`..`, an absolute symlink, one pointing up).
+    Escapes,
+    /// It is a directory, a FIFO, a device: not a regular file.
+    NotAFile,
+    /// The file system said no (a missing file inside the tree, say).
+    Io(io::Error),
+}
+
+/// Opens `rel` beneath `root`, refusing any way out of it, without blocking on a FIFO.
+fn open_beneath(root: &Path, rel: &Path) -> std::result::Result<std::fs::File, Beneath> {
+    use cap_std::fs::OpenOptionsExt;
+    let dir = cap_std::fs::Dir::open_ambient_dir(root, cap_std::ambient_authority())
+        .map_err(Beneath::Io)?;
+    let mut options = cap_std::fs::OpenOptions::new();
+    options.read(true).custom_flags(libc::O_NONBLOCK);
+    let file = match dir.open_with(rel, &options) {
+        Ok(f) => f,
+        // cap-std reports an escape as a permission error of its own (not the OS's).
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied && e.raw_os_error().is_none() => {
+            return Err(Beneath::Escapes);
+        }
+        Err(e) => return Err(Beneath::Io(e)),
+    };
+    match file.metadata() {
+        Ok(m) if m.is_file() => Ok(file.into_std()),
+        Ok(_) => Err(Beneath::NotAFile),
+        Err(e) => Err(Beneath::Io(e)),
+    }
+}
+
+/// `path` with `.` and `..` applied, without touching the file system (`None` when `..`
+/// climbs above its root).
+fn normalized(path: &Path) -> Option<PathBuf> {
     let mut parts: Vec<Component<'_>> = Vec::new();
     for c in path.components() {
         match c {
@@ -99,13 +139,27 @@ fn lexically_under(path: &Path, root: &Path) -> bool {
                 if matches!(parts.last(), Some(Component::Normal(_))) {
                     parts.pop();
                 } else {
-                    return false;
+                    return None;
                 }
             }
             other => parts.push(other),
         }
     }
-    parts.iter().collect::<PathBuf>().starts_with(root)
+    Some(parts.iter().collect())
+}
+
+fn timed_out(path: &Path, limits: ReadLimits) -> Error {
+    Error::io(
+        "timed out reading",
+        path,
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "no end within {:?} (--timeout): a FIFO with no writer, or a device that never ends",
+                limits.timeout
+            ),
+        ),
+    )
 }
 
 /// The caps on one local read.
@@ -145,10 +199,17 @@ async fn read_chunked(mut reader: impl AsyncRead + Unpin, cap: u64) -> io::Resul
 
 /// Reads the file at `path` within `limits`.
 pub async fn read_file(path: &Path, limits: ReadLimits) -> Result<Payload> {
+    let opened = tokio::time::timeout(limits.timeout, tokio::fs::File::open(path)).await;
+    match opened {
+        Ok(Ok(file)) => read_open(file, path, limits).await,
+        Ok(Err(e)) => Err(Error::io("cannot open", path, e)),
+        Err(_) => Err(timed_out(path, limits)),
+    }
+}
+
+/// Reads the opened `file` (shown as `path`) within `limits`.
+async fn read_open(file: tokio::fs::File, path: &Path, limits: ReadLimits) -> Result<Payload> {
     let read = async {
-        let file = tokio::fs::File::open(path)
-            .await
-            .map_err(|e| Error::io("cannot open", path, e))?;
         if file.metadata().await.is_ok_and(|m| m.is_dir()) {
             return Err(Error::io(
                 "cannot read",
@@ -166,17 +227,7 @@ pub async fn read_file(path: &Path, limits: ReadLimits) -> Result<Payload> {
     };
     match tokio::time::timeout(limits.timeout, read).await {
         Ok(r) => r,
-        Err(_) => Err(Error::io(
-            "timed out reading",
-            path,
-            io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "no end within {:?} (--timeout): a FIFO with no writer, or a device that never ends",
-                    limits.timeout
-                ),
-            ),
-        )),
+        Err(_) => Err(timed_out(path, limits)),
     }
 }
 
@@ -221,34 +272,73 @@ mod tests {
         assert_eq!(e.code().as_str(), "IO_ERROR");
     }
 
-    #[test]
-    fn paths_outside_the_allowed_tree_are_refused_alike_whether_they_exist_or_not() {
+    #[tokio::test]
+    async fn paths_outside_the_allowed_tree_are_refused_alike_whether_they_exist_or_not() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("feeds");
         std::fs::create_dir(&root).unwrap();
         std::fs::write(root.join("a.xml"), b"x").unwrap();
         std::fs::write(dir.path().join("secret.xml"), b"x").unwrap();
-        std::os::unix::fs::symlink(dir.path().join("secret.xml"), root.join("link.xml")).unwrap();
+        let link = |name: &str, to: PathBuf| std::os::unix::fs::symlink(to, root.join(name)).unwrap();
+        link("link.xml", dir.path().join("secret.xml"));
+        link("dangling.xml", dir.path().join("missing.xml"));
+        link("up.xml", PathBuf::from("../secret.xml"));
+        link("up-missing.xml", PathBuf::from("../missing.xml"));
+        link("inside.xml", PathBuf::from("a.xml"));
         let access = FileAccess::under(&root).unwrap();
-        let canonical_root = root.canonicalize().unwrap();
-        assert_eq!(
-            access.check("a.xml", Path::new("a.xml")).unwrap(),
-            canonical_root.join("a.xml")
-        );
-        let refusal = |p: &str| {
-            let e = access.check(p, Path::new(p)).unwrap_err();
-            (e.code().as_str(), e.to_string().replace(p, "P"))
+        let l = limits(1 << 20);
+        let read = |p: &'static str| {
+            let access = access.clone();
+            async move { access.read(p, Path::new(p), l).await }
         };
-        let existing = refusal("../secret.xml");
+        assert_eq!(read("a.xml").await.unwrap().into_vec(), b"x");
+        assert_eq!(read("inside.xml").await.unwrap().into_vec(), b"x");
+        let canonical = root.canonicalize().unwrap();
+        let abs = canonical.join("a.xml");
+        let abs = abs.to_str().unwrap().to_owned();
+        assert_eq!(
+            access.read(&abs, Path::new(&abs), l).await.unwrap().into_vec(),
+            b"x"
+        );
+        let refusal = |p: &'static str| {
+            let read = read(p);
+            async move {
+                let e = read.await.unwrap_err();
+                (e.code().as_str(), e.to_string().replace(p, "P"))
+            }
+        };
+        let existing = refusal("../secret.xml").await;
         assert_eq!(existing.0, "INVALID_URL");
-        assert_eq!(refusal("../missing.xml"), existing);
-        assert_eq!(refusal("/etc/passwd"), refusal("/etc/no-such-file"));
-        assert_eq!(refusal("link.xml").0, "INVALID_URL");
-        let missing_inside = access.check("b.xml", Path::new("b.xml")).unwrap_err();
+        assert_eq!(refusal("../missing.xml").await, existing);
+        assert_eq!(refusal("/etc/passwd").await, refusal("/etc/no-such-file").await);
+        // Through a symlink inside the tree: the same answer whether the target exists.
+        assert_eq!(refusal("link.xml").await, existing);
+        assert_eq!(refusal("dangling.xml").await, existing);
+        assert_eq!(refusal("up.xml").await, existing);
+        assert_eq!(refusal("up-missing.xml").await, existing);
+        let missing_inside = read("b.xml").await.unwrap_err();
         assert_eq!(missing_inside.code().as_str(), "IO_ERROR");
         let e = FileAccess::Deny
-            .check("/etc/passwd", Path::new("/etc/passwd"))
+            .read("/etc/passwd", Path::new("/etc/passwd"), l)
+            .await
             .unwrap_err();
         assert_eq!(e.code().as_str(), "INVALID_URL");
+    }
+
+    #[tokio::test]
+    async fn a_fifo_in_the_allowed_tree_is_refused_without_waiting_for_a_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe.xml");
+        let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(status.success());
+        let access = FileAccess::under(dir.path()).unwrap();
+        let started = std::time::Instant::now();
+        let e = access
+            .read("pipe.xml", Path::new("pipe.xml"), limits(1 << 20))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code().as_str(), "INVALID_URL", "{e}");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(4));
     }
 }

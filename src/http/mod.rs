@@ -164,7 +164,9 @@ impl Client {
                 builder = builder.no_proxy();
             }
             if config.deny_private_networks {
-                builder = builder.dns_resolver(guard::PublicOnly);
+                builder = builder.dns_resolver(guard::PublicOnly {
+                    trusted: config.proxy_hosts.clone().into(),
+                });
             }
             builder.build().map_err(Error::ClientSetup)
         };

@@ -64,8 +64,12 @@ impl Context {
     /// Reads the local feed file `path` given as `input`, if the file policy allows it,
     /// within the size and time limits.
     async fn read_local(&self, input: &str, path: &std::path::Path) -> Result<Payload> {
-        let real = self.config.file_access.check(input, path)?;
-        match crate::local::read_file(&real, self.config.read_limits()).await {
+        let read = self
+            .config
+            .file_access
+            .read(input, path, self.config.read_limits())
+            .await;
+        match read {
             Err(Error::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound
                     && self.config.file_access == crate::local::FileAccess::Any =>

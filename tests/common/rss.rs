@@ -1,22 +1,18 @@
 //! The `rss` binary as tests and benchmarks run it: with no `RSS_*` setting inherited from
 //! the developer's shell.
 
-/// Environment variables a run never inherits.
-pub const RSS_ENV: [&str; 8] = [
-    "RSS_MCP_TOKEN",
-    "RSS_HOST_CONCURRENCY",
-    "RSS_MAX_COOLDOWN_SECS",
-    "RSS_MAX_GATE_WAIT_SECS",
-    "RSS_HOST_STATE",
-    "RSS_GATE_STORE",
-    "RSS_USER_AGENT",
-    "RSS_CACHE_MAX_BYTES",
-];
+/// The `RSS_*` variables of this process's environment: a run never inherits them.
+pub fn rss_vars() -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| k.starts_with("RSS_"))
+        .collect()
+}
 
 /// A `tokio` command for the binary with a clean environment.
 pub fn rss_tokio() -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_rss"));
-    for var in RSS_ENV {
+    for var in rss_vars() {
         cmd.env_remove(var);
     }
     cmd
@@ -25,7 +21,7 @@ pub fn rss_tokio() -> tokio::process::Command {
 /// A blocking command for the binary with a clean environment.
 pub fn rss_blocking() -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rss"));
-    for var in RSS_ENV {
+    for var in rss_vars() {
         cmd.env_remove(var);
     }
     cmd

@@ -19,7 +19,7 @@ use rss::model::{FeedResult, FetchOutput, Item};
 use rss::ops::{self, CacheMode, Context, FetchOptions};
 use rss::{RenderOptions, Selection};
 
-pub use rss_bin::{RSS_ENV, rss_blocking, rss_tokio};
+pub use rss_bin::{rss_blocking, rss_tokio, rss_vars};
 pub use server::{Reply, TestServer};
 
 pub fn fixture_path(name: &str) -> PathBuf {
@@ -144,7 +144,7 @@ impl std::ops::DerefMut for RssCmd {
 pub fn rss_cmd() -> RssCmd {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut cmd = assert_cmd::Command::cargo_bin("rss").expect("binary");
-    for var in RSS_ENV {
+    for var in rss_vars() {
         cmd.env_remove(var);
     }
     cmd.env("RSS_CACHE_DIR", dir.path())
