@@ -15,6 +15,7 @@
 //! - `urls`     — URL resolution and the schemes rendered content may link to
 //! - `inputs`   — arguments, stdin, `--input`, `--opml`: merged, classified, de-duplicated
 //! - `local`    — capped, time-limited local reads, and which files may be read
+//! - `lockfile` — advisory lock files that exist only while held
 //! - `ops`      — the operations both front ends call (fetch, discover, show, cache)
 //! - `payload`  — a body in chunks, freed as a parser reads it
 //! - `output`   — json / ndjson / text rendering, schema emission
@@ -40,6 +41,7 @@ pub(crate) mod html;
 pub(crate) mod http;
 pub(crate) mod inputs;
 pub(crate) mod local;
+pub(crate) mod lockfile;
 pub(crate) mod mcp;
 pub mod model;
 pub mod ops;

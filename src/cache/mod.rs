@@ -6,6 +6,15 @@
 //! folder and a rename, so a reader sees an old complete entry or a new complete entry,
 //! never a torn one. Anything that does not check out (bad JSON, wrong length or hash,
 //! missing body) is a miss with a warning, never a crash.
+//!
+//! Every change of an entry's metadata (a new body, a `304`'s touch, an eviction) is a
+//! read-modify-write under the entry's own lock (`locks/<key>.lock`, held only meanwhile),
+//! so writers in several processes never undo each other: a touch changes the entry only
+//! if it still names the body that was validated, and an eviction removes it only if it is
+//! still the entry that was listed. A body the metadata replaces is listed in it as
+//! superseded, with when, and deleted by name a grace period later (a reader that read the
+//! previous metadata a moment ago may still be opening it): a write never lists the
+//! directory, so it costs the same with ten entries as with a hundred thousand.
 
 use std::fs;
 use std::io::Write;
@@ -22,6 +31,7 @@ pub use size::DEFAULT_MAX_BYTES;
 
 use crate::error::{Error, Result};
 use crate::feed::date;
+use crate::lockfile;
 use crate::model::CacheEntryInfo;
 use crate::payload::Payload;
 
@@ -29,6 +39,10 @@ const META_VERSION: u32 = 1;
 
 /// How long a superseded body is kept for readers that saw the previous metadata.
 const SUPERSEDED_BODY_GRACE: Duration = Duration::from_secs(60);
+/// The longest a metadata change waits for another process's change of the same entry.
+const ENTRY_LOCK_WAIT: Duration = Duration::from_secs(5);
+/// Superseded bodies listed in one entry at most (the oldest go first past it).
+const SUPERSEDED_MAX: usize = 64;
 
 /// What the cache keeps about one feed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +67,38 @@ pub struct Meta {
     pub body_len: u64,
     /// sha256 of the body, hex.
     pub body_sha256: String,
+    /// Bodies this entry named before, kept for readers of the older metadata until a
+    /// grace period after they were replaced.
+    #[serde(default)]
+    pub superseded: Vec<Superseded>,
+    /// When the response this entry records (its `200`, or the last `304` that confirmed
+    /// it) arrived, in Unix ms: an older response never replaces a newer one.
+    #[serde(default)]
+    pub received_ms: u64,
+}
+
+/// A body an entry named before, and when it was replaced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Superseded {
+    /// The body's file name.
+    pub file: String,
+    /// When the metadata stopped naming it (UTC RFC 3339).
+    pub at: String,
+}
+
+impl Superseded {
+    /// Whether its grace period has passed at `now`.
+    fn past_grace(&self, now: DateTime<Utc>) -> bool {
+        DateTime::parse_from_rfc3339(&self.at)
+            .ok()
+            .and_then(|t| (now - t.with_timezone(&Utc)).to_std().ok())
+            .is_none_or(|age| age > SUPERSEDED_BODY_GRACE)
+    }
+}
+
+/// Whether `name` may be a body file of an entry (never a path out of the folder).
+fn safe_body_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['/', '\\']) && !name.starts_with('.')
 }
 
 impl Meta {
@@ -159,6 +205,15 @@ pub struct StoreRequest<'a> {
     pub last_modified: Option<&'a str>,
     /// The origin's `Content-Type`.
     pub content_type: Option<&'a str>,
+    /// When the response arrived (Unix ms); 0: now.
+    pub received_ms: u64,
+}
+
+/// Unix milliseconds now.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The file cache.
@@ -186,6 +241,9 @@ impl Cache {
         let probe = tempfile::NamedTempFile::new_in(&feeds)
             .map_err(|e| Error::io("cannot write in the cache directory", &feeds, e))?;
         drop(probe);
+        let locks = dir.join("locks");
+        fs::create_dir_all(&locks)
+            .map_err(|e| Error::io("cannot create the cache directory", &locks, e))?;
         Ok(Cache {
             dir: dir.to_path_buf(),
             max_bytes: Some(DEFAULT_MAX_BYTES),
@@ -249,7 +307,7 @@ impl Cache {
                 why: "belongs to another entry",
             });
         }
-        if meta.body_file.contains(['/', '\\']) || meta.body_file.starts_with('.') {
+        if !safe_body_name(&meta.body_file) {
             return Err(CacheError::Foreign {
                 path,
                 why: "names a bad body file",
@@ -273,67 +331,139 @@ impl Cache {
         Ok(Some(Entry { meta, body }))
     }
 
-    /// Stores a fresh body and its metadata.
+    fn lock_path(&self, key: &str) -> PathBuf {
+        self.dir.join("locks").join(format!("{key}.lock"))
+    }
+
+    /// Runs `f` holding `feed_url`'s entry lock (taken from a blocking thread).
+    fn with_entry_lock<T>(&self, key: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let path = self.lock_path(key);
+        let take = |path: &Path| lockfile::HeldLock::take_blocking(path, ENTRY_LOCK_WAIT);
+        let held = match take(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // The lock folder was cleared away: make it again.
+                fs::create_dir_all(self.dir.join("locks"))
+                    .map_err(|e| Error::io("cannot create", self.dir.join("locks"), e))?;
+                take(&path)
+            }
+            r => r,
+        }
+        .map_err(|e| Error::io("cannot lock", &path, e))?;
+        let Some(_held) = held else {
+            return Err(Error::io(
+                "cannot lock",
+                &path,
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("another process held the entry for over {ENTRY_LOCK_WAIT:?}"),
+                ),
+            ));
+        };
+        f()
+    }
+
+    /// The entry's current metadata, if it is there and readable.
+    fn current_meta(&self, feed_url: &str) -> Option<Meta> {
+        let raw = fs::read(self.meta_path(feed_url)).ok()?;
+        serde_json::from_slice::<Meta>(&raw)
+            .ok()
+            .filter(|m| m.version == META_VERSION && m.feed_url == feed_url)
+    }
+
+    /// Stores a fresh body and its metadata; the body it replaces is kept, listed as
+    /// superseded, for its grace period.
     pub fn store(&self, req: &StoreRequest<'_>, body: &Payload) -> Result<Meta> {
         let sha = sha256_hex(body);
         let k = key(req.feed_url);
         let body_file = format!("{k}-{}.body", &sha[..16]);
         let feeds = self.feeds();
         write_atomic(&feeds.join(&body_file), body)?;
-        let meta = Meta {
-            version: META_VERSION,
-            feed_url: req.feed_url.to_owned(),
-            final_url: req.final_url.to_owned(),
-            etag: req.etag.map(str::to_owned),
-            last_modified: req.last_modified.map(str::to_owned),
-            content_type: req.content_type.map(str::to_owned),
-            fetched_at: date::format(&Utc::now()),
-            body_file: body_file.clone(),
-            body_len: body.len() as u64,
-            body_sha256: sha,
+        let now = Utc::now();
+        let received_ms = if req.received_ms == 0 {
+            now_ms()
+        } else {
+            req.received_ms
         };
-        self.write_meta(&meta)?;
-        // Older bodies of this feed are no longer named by the metadata, but a reader that
-        // read the previous metadata a moment ago may still be opening one: only bodies
-        // replaced a while ago go.
-        if let Ok(dir) = fs::read_dir(&feeds) {
-            let prefix = format!("{k}-");
-            for entry in dir.flatten() {
-                let name = entry.file_name();
-                let name = name.to_string_lossy();
-                let old = entry
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age > SUPERSEDED_BODY_GRACE);
-                if old && name.starts_with(&prefix) && name.ends_with(".body") && name != body_file
+        let meta = self.with_entry_lock(&k, || {
+            let previous = self.current_meta(req.feed_url);
+            // Another process stored (or confirmed) a later response meanwhile: it stays.
+            if let Some(p) = previous.as_ref().filter(|p| p.received_ms > received_ms) {
+                if p.body_file != body_file && !p.superseded.iter().any(|s| s.file == body_file)
                 {
-                    let _ = fs::remove_file(entry.path());
+                    let _ = fs::remove_file(feeds.join(&body_file));
                 }
+                return Ok(p.clone());
             }
-        }
+            let mut superseded = previous
+                .as_ref()
+                .map(|p| p.superseded.clone())
+                .unwrap_or_default();
+            if let Some(p) = &previous {
+                superseded.push(Superseded {
+                    file: p.body_file.clone(),
+                    at: date::format(&now),
+                });
+            }
+            superseded.retain(|s| s.file != body_file && safe_body_name(&s.file));
+            // Past their grace, or beyond the cap: deleted by name.
+            let excess = superseded.len().saturating_sub(SUPERSEDED_MAX);
+            let (gone, kept): (Vec<_>, Vec<_>) = superseded
+                .into_iter()
+                .enumerate()
+                .partition(|(i, s)| *i < excess || s.past_grace(now));
+            let meta = Meta {
+                version: META_VERSION,
+                feed_url: req.feed_url.to_owned(),
+                final_url: req.final_url.to_owned(),
+                etag: req.etag.map(str::to_owned),
+                last_modified: req.last_modified.map(str::to_owned),
+                content_type: req.content_type.map(str::to_owned),
+                fetched_at: date::format(&now),
+                body_file: body_file.clone(),
+                body_len: body.len() as u64,
+                body_sha256: sha.clone(),
+                superseded: kept.into_iter().map(|(_, s)| s).collect(),
+                received_ms,
+            };
+            self.write_meta(&meta)?;
+            for (_, s) in gone {
+                let _ = fs::remove_file(feeds.join(&s.file));
+            }
+            Ok(meta)
+        })?;
         self.enforce_cap(&k, body.len() as u64);
         Ok(meta)
     }
 
-    /// Records a successful revalidation (`304`): the entry is fresh as of now.
+    /// Records a successful revalidation (`304`, arrived at Unix ms `received_ms`) of the
+    /// body `validated` names: the entry is fresh as of then. When the entry meanwhile names
+    /// another body, or records a later response (another process stored or confirmed it),
+    /// it is left as it is and `None` comes back.
     pub fn touch(
         &self,
-        meta: &Meta,
+        validated: &Meta,
         etag: Option<&str>,
         last_modified: Option<&str>,
-    ) -> Result<Meta> {
-        let mut meta = meta.clone();
-        meta.fetched_at = date::format(&Utc::now());
-        if let Some(e) = etag {
-            meta.etag = Some(e.to_owned());
-        }
-        if let Some(lm) = last_modified {
-            meta.last_modified = Some(lm.to_owned());
-        }
-        self.write_meta(&meta)?;
-        Ok(meta)
+        received_ms: u64,
+    ) -> Result<Option<Meta>> {
+        let k = key(&validated.feed_url);
+        self.with_entry_lock(&k, || {
+            let Some(mut meta) = self.current_meta(&validated.feed_url).filter(|m| {
+                m.body_sha256 == validated.body_sha256 && m.received_ms <= received_ms
+            }) else {
+                return Ok(None);
+            };
+            meta.fetched_at = date::format(&Utc::now());
+            meta.received_ms = received_ms;
+            if let Some(e) = etag {
+                meta.etag = Some(e.to_owned());
+            }
+            if let Some(lm) = last_modified {
+                meta.last_modified = Some(lm.to_owned());
+            }
+            self.write_meta(&meta)?;
+            Ok(Some(meta))
+        })
     }
 
     fn write_meta(&self, meta: &Meta) -> Result<()> {
@@ -377,50 +507,57 @@ impl Cache {
         (out, warnings, size::dir_bytes(&self.dir))
     }
 
-    /// Removes entries (all, or those older than `older_than`); returns how many.
+    /// Removes entries (all, or those older than `older_than`); returns how many. Each
+    /// goes under its lock, metadata first; a body no metadata names is removed once it is
+    /// past its grace period (a younger one may belong to a write under way).
     pub fn clear(&self, older_than: Option<Duration>) -> Result<usize> {
         let now = Utc::now();
-        let feeds = self.feeds();
-        let Ok(dir) = fs::read_dir(&feeds) else {
-            return Ok(0);
-        };
         let mut removed = 0;
-        let mut keep_bodies = Vec::new();
-        let mut files = Vec::new();
-        for entry in dir.flatten() {
-            files.push(entry.path());
-        }
-        for path in files
-            .iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        {
-            let meta = fs::read(path)
-                .ok()
-                .and_then(|raw| serde_json::from_slice::<Meta>(&raw).ok());
-            let old_enough = match (&meta, older_than) {
-                (_, None) | (None, _) => true,
-                (Some(m), Some(limit)) => m.age(now).is_none_or(|age| age >= limit),
+        for (key, entry) in self.on_disk() {
+            size::remove_unnamed_past_grace(&entry);
+            let Some(listed) = entry.meta.as_ref() else {
+                continue;
             };
-            if old_enough {
-                fs::remove_file(path).map_err(|e| Error::io("cannot remove", path, e))?;
+            let old_enough = older_than.is_none_or(|limit| {
+                listed.age(now).is_none_or(|age| age >= limit)
+            });
+            if old_enough && self.remove_entry_if_unchanged(&key, listed)? > 0 {
                 removed += 1;
-            } else if let Some(m) = meta {
-                keep_bodies.push(m.body_file);
-            }
-        }
-        for path in files
-            .iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "body"))
-        {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if !keep_bodies.contains(&name) {
-                let _ = fs::remove_file(path);
             }
         }
         Ok(removed)
+    }
+
+    /// Removes the entry `listed` describes (metadata first, then every body it names),
+    /// under the entry's lock, only if it is still that entry (another process may have
+    /// written it since it was listed). Returns the bytes freed.
+    pub(crate) fn remove_entry_if_unchanged(&self, key: &str, listed: &Meta) -> Result<u64> {
+        self.with_entry_lock(key, || {
+            let Some(current) = self.current_meta(&listed.feed_url) else {
+                return Ok(0);
+            };
+            if current.body_file != listed.body_file || current.fetched_at != listed.fetched_at
+            {
+                return Ok(0);
+            }
+            let feeds = self.feeds();
+            let mut freed = 0;
+            let meta_path = self.meta_path(&current.feed_url);
+            let meta_len = fs::metadata(&meta_path).map_or(0, |m| m.len());
+            fs::remove_file(&meta_path).map_err(|e| Error::io("cannot remove", &meta_path, e))?;
+            freed += meta_len;
+            let bodies = std::iter::once(current.body_file.as_str())
+                .chain(current.superseded.iter().map(|s| s.file.as_str()))
+                .filter(|f| safe_body_name(f));
+            for file in bodies {
+                let path = feeds.join(file);
+                let len = fs::metadata(&path).map_or(0, |m| m.len());
+                if fs::remove_file(&path).is_ok() {
+                    freed += len;
+                }
+            }
+            Ok(freed)
+        })
     }
 }
 
@@ -473,6 +610,7 @@ mod tests {
             etag: Some("\"v1\""),
             last_modified: None,
             content_type: Some("application/rss+xml"),
+            received_ms: 0,
         }
     }
 
@@ -540,5 +678,90 @@ mod tests {
         assert_eq!(cache.list().0.len(), 2);
         assert_eq!(cache.clear(None).unwrap(), 2);
         assert_eq!(fs::read_dir(dir.path().join("feeds")).unwrap().count(), 0);
+    }
+
+    fn at(url: &str, received_ms: u64) -> StoreRequest<'_> {
+        StoreRequest {
+            received_ms,
+            ..req(url)
+        }
+    }
+
+    fn body_of(cache: &Cache, url: &str) -> Vec<u8> {
+        match cache.load(url) {
+            Lookup::Hit(e) => e.body.into_vec(),
+            other => panic!("expected a hit, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_304_never_puts_back_a_body_another_process_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let url = "http://a/feed";
+        let old = cache.store(&at(url, 1_000), &Payload::from(&b"old"[..])).unwrap();
+        // Another process stores a newer body after this one loaded `old`...
+        cache.store(&at(url, 2_000), &Payload::from(&b"new"[..])).unwrap();
+        // ...and this one's 304 (for `old`) arrives later still.
+        assert_eq!(cache.touch(&old, None, None, 3_000).unwrap(), None);
+        assert_eq!(body_of(&cache, url), b"new");
+    }
+
+    #[test]
+    fn an_older_response_never_replaces_a_newer_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let url = "http://a/feed";
+        cache.store(&at(url, 2_000), &Payload::from(&b"v2"[..])).unwrap();
+        // A response that arrived earlier is stored later: it does not win.
+        let kept = cache.store(&at(url, 1_000), &Payload::from(&b"v1"[..])).unwrap();
+        assert_eq!(kept.received_ms, 2_000);
+        assert_eq!(body_of(&cache, url), b"v2");
+        // Its body file did not stay behind.
+        let bodies = fs::read_dir(dir.path().join("feeds")).unwrap().count();
+        assert_eq!(bodies, 2, "one metadata file and one body");
+        // A 304 that confirms the current body moves it on.
+        let cur = cache.current_meta(url).unwrap();
+        let touched = cache.touch(&cur, Some("\"v3\""), None, 3_000).unwrap().unwrap();
+        assert_eq!(touched.received_ms, 3_000);
+        assert_eq!(touched.etag.as_deref(), Some("\"v3\""));
+    }
+
+    #[test]
+    fn a_superseded_body_stays_through_its_grace_and_goes_by_name_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let url = "http://a/feed";
+        let first = cache.store(&req(url), &Payload::from(&b"one"[..])).unwrap();
+        let second = cache.store(&req(url), &Payload::from(&b"two"[..])).unwrap();
+        let feeds = dir.path().join("feeds");
+        assert!(feeds.join(&first.body_file).exists(), "kept for its grace");
+        assert_eq!(second.superseded.len(), 1);
+        assert_eq!(second.superseded[0].file, first.body_file);
+        // Its grace ran out (it was superseded long ago, whenever it was written).
+        let mut aged = second.clone();
+        aged.superseded[0].at = "2000-01-01T00:00:00Z".into();
+        cache.write_meta(&aged).unwrap();
+        let third = cache.store(&req(url), &Payload::from(&b"three"[..])).unwrap();
+        assert!(!feeds.join(&first.body_file).exists());
+        assert!(feeds.join(&second.body_file).exists());
+        assert_eq!(third.superseded.len(), 1);
+        assert_eq!(third.superseded[0].file, second.body_file);
+        // No lock file outlives its write.
+        assert_eq!(fs::read_dir(dir.path().join("locks")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn an_entry_rewritten_after_it_was_listed_is_not_removed_by_the_listing() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let url = "http://a/feed";
+        let listed = cache.store(&at(url, 1_000), &Payload::from(&b"one"[..])).unwrap();
+        cache.store(&at(url, 2_000), &Payload::from(&b"two"[..])).unwrap();
+        assert_eq!(cache.remove_entry_if_unchanged(&key(url), &listed).unwrap(), 0);
+        assert_eq!(body_of(&cache, url), b"two");
+        let current = cache.current_meta(url).unwrap();
+        assert!(cache.remove_entry_if_unchanged(&key(url), &current).unwrap() > 0);
+        assert!(matches!(cache.load(url), Lookup::Miss));
     }
 }

@@ -7,8 +7,9 @@
 //! counted. Nearer the cap every write measures, under an advisory lock on `.evict.lock`
 //! (one process evicts at a time; each waits its turn), so the cap holds when the writers
 //! are done. An entry goes metadata first, then its
-//! bodies, so a reader meets a whole entry or a miss, never a torn one. A body no metadata
-//! names (a writer between its two renames, or a superseded body) is kept through its grace
+//! bodies, under the entry's lock and only if it is still the entry that was listed, so a
+//! reader meets a whole entry or a miss, and another process's just-written entry stays. A
+//! body no metadata names (a writer between its two renames) is kept through its grace
 //! period and counted meanwhile.
 
 use std::collections::HashMap;
@@ -158,48 +159,42 @@ impl Cache {
             if key == keep {
                 continue;
             }
-            let freed = match &entry.meta {
-                None => remove_past_grace(&entry),
-                Some(meta) => {
-                    let freed = remove_entry(&entry);
-                    if freed > 0 {
-                        tracing::info!(
-                            feed_url = %meta.feed_url,
-                            bytes = freed,
-                            "cache: evicted to stay under {max} bytes"
-                        );
-                        evicted.push(meta.feed_url.clone());
-                    }
-                    freed
+            let mut freed = remove_unnamed_past_grace(&entry);
+            if let Some(meta) = &entry.meta {
+                let gone = self.remove_entry_if_unchanged(&key, meta).unwrap_or(0);
+                if gone > 0 {
+                    tracing::info!(
+                        feed_url = %meta.feed_url,
+                        bytes = gone,
+                        "cache: evicted to stay under {max} bytes"
+                    );
+                    evicted.push(meta.feed_url.clone());
                 }
-            };
+                freed += gone;
+            }
             *total = total.saturating_sub(freed);
         }
         evicted
     }
 }
 
-/// Removes an entry: its metadata first, then its bodies; the bytes freed.
-fn remove_entry(entry: &OnDisk) -> u64 {
-    let mut freed = 0;
-    let (meta, bodies): (Vec<_>, Vec<_>) = entry
-        .files
-        .iter()
-        .partition(|f| f.0.extension().is_some_and(|e| e == "json"));
-    for (path, len, _) in meta.into_iter().chain(bodies) {
-        if fs::remove_file(path).is_ok() {
-            freed += len;
+/// Removes the files of an entry that its metadata does not name (current or superseded
+/// body) and that are past the grace period: a write that never finished, an older layout.
+/// Returns the bytes freed.
+pub(crate) fn remove_unnamed_past_grace(entry: &OnDisk) -> u64 {
+    let named = |p: &Path| {
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+        match (&entry.meta, name) {
+            (_, None) => true,
+            (_, Some(n)) if n.ends_with(".json") => true,
+            (None, Some(_)) => false,
+            (Some(m), Some(n)) => m.body_file == n || m.superseded.iter().any(|s| s.file == n),
         }
-    }
-    freed
-}
-
-/// Removes the files of an entry with no metadata that are past the grace period.
-fn remove_past_grace(entry: &OnDisk) -> u64 {
+    };
     entry
         .files
         .iter()
-        .filter(|f| f.2.is_some_and(|age| age > SUPERSEDED_BODY_GRACE))
+        .filter(|f| !named(&f.0) && f.2.is_some_and(|age| age > SUPERSEDED_BODY_GRACE))
         .filter(|f| fs::remove_file(&f.0).is_ok())
         .map(|f| f.1)
         .sum()
@@ -218,6 +213,7 @@ mod tests {
             etag: None,
             last_modified: None,
             content_type: None,
+            received_ms: 0,
         };
         cache.store(&req, &Payload::from(vec![b'x'; len])).unwrap();
     }

@@ -15,7 +15,7 @@
 //! tried leave no thousand files; a lock file left by a killed process is removed by
 //! `rss hosts clear` and `rss cache clear` (see `FileStore::tidy_now`).
 
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,11 +28,10 @@ use super::{
     Clock, Held, HostStore, Lease, Listed, Snapshot, StoreError, StoredHost, Update,
 };
 use crate::gate::HostKey;
+use crate::lockfile::HeldLock;
 
 /// The longest one read-modify-write waits for another process's.
 const STATE_LOCK_WAIT: Duration = Duration::from_secs(2);
-/// Tries to lock a path whose file keeps being replaced before giving up for now.
-const LOCK_TRIES: usize = 16;
 
 /// Host state in a directory.
 #[derive(Debug, Clone)]
@@ -51,93 +50,24 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Store
     }
 }
 
-/// Opens (creating) `path` for locking.
-fn lock_file(path: &Path) -> Result<File, StoreError> {
-    OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .map_err(io("cannot open the lock file", path))
-}
-
-/// Whether `path` still names `file` (it was not deleted, or replaced, since it was opened).
-#[cfg(unix)]
-fn still_named(file: &File, path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), fs::metadata(path)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
-#[cfg(not(unix))]
-fn still_named(_: &File, path: &Path) -> bool {
-    path.exists()
-}
-
-/// A held lock on a file that is deleted when the lock is let go.
-#[derive(Debug)]
-struct HeldLock {
-    file: Option<File>,
-    path: PathBuf,
-}
-
-impl HeldLock {
-    /// Tries once to lock `path`: `None` when another process holds it.
-    fn try_take(path: &Path) -> Result<Option<HeldLock>, StoreError> {
-        for _ in 0..LOCK_TRIES {
-            let file = lock_file(path)?;
-            match file.try_lock() {
-                Ok(()) if still_named(&file, path) => {
-                    return Ok(Some(HeldLock {
-                        file: Some(file),
-                        path: path.to_path_buf(),
-                    }));
-                }
-                // Locked a file its holder deleted as it let go: open the path afresh.
-                Ok(()) => continue,
-                Err(TryLockError::WouldBlock) => return Ok(None),
-                Err(TryLockError::Error(e)) => return Err(io("cannot lock", path)(e)),
-            }
-        }
-        Ok(None)
-    }
-
-    /// Takes `path`'s lock, waiting for another process's read-modify-write at most
-    /// [`STATE_LOCK_WAIT`], without blocking the async threads.
-    async fn take(path: &Path) -> Result<HeldLock, StoreError> {
-        let started = tokio::time::Instant::now();
-        let mut pause = Duration::from_micros(200);
-        loop {
-            if let Some(held) = HeldLock::try_take(path)? {
-                return Ok(held);
-            }
-            if started.elapsed() >= STATE_LOCK_WAIT {
-                return Err(StoreError::Timeout(STATE_LOCK_WAIT));
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for HeldLock {
-    fn drop(&mut self) {
-        if let Some(file) = self.file.take() {
-            // Deleted while still held, so nobody can take a lock on it that counts.
-            if still_named(&file, &self.path) {
-                let _ = fs::remove_file(&self.path);
-            }
-            drop(file);
-        }
-    }
-}
-
 impl Held for HeldLock {
     fn release(self: Box<Self>) -> BoxFuture<'static, ()> {
         drop(self);
         Box::pin(async {})
+    }
+}
+
+fn lock_error(e: std::io::Error, path: &Path) -> StoreError {
+    io("cannot lock", path)(e)
+}
+
+/// Takes `path`'s lock, waiting for another process's read-modify-write at most
+/// [`STATE_LOCK_WAIT`], without blocking the async threads.
+async fn take_state_lock(path: &Path) -> Result<HeldLock, StoreError> {
+    match HeldLock::take(path, STATE_LOCK_WAIT).await {
+        Ok(Some(held)) => Ok(held),
+        Ok(None) => Err(StoreError::Timeout(STATE_LOCK_WAIT)),
+        Err(e) => Err(lock_error(e, path)),
     }
 }
 
@@ -146,7 +76,8 @@ impl FileStore {
     /// cache directory). `skew_ms` moves the wall clock it stamps (a test knob).
     pub(crate) fn open(dir: &Path, skew_ms: i64) -> Result<FileStore, StoreError> {
         fs::create_dir_all(dir).map_err(io("cannot create", dir))?;
-        lock_file(&dir.join(".probe.lock"))?;
+        crate::lockfile::open(&dir.join(".probe.lock"))
+            .map_err(io("cannot open the lock file", dir))?;
         Ok(FileStore {
             dir: dir.to_path_buf(),
             skew_ms,
@@ -209,7 +140,7 @@ impl FileStore {
     async fn update_inner(&self, host: &HostKey, f: &Update<'_>) -> Result<Snapshot, StoreError> {
         let path = self.state_path(host);
         let lock_path = self.dir.join(format!("{}.state.lock", Self::name(host)));
-        let _lock = HeldLock::take(&lock_path).await?;
+        let _lock = take_state_lock(&lock_path).await?;
         // A damaged entry is replaced by what the update makes of nothing.
         let current = Self::read(&path, host.as_str()).unwrap_or(None);
         let existed = current.is_some();
@@ -234,7 +165,7 @@ impl FileStore {
         let name = Self::name(host);
         for i in 0..slots.max(1) {
             let path = self.dir.join(format!("{name}.send.{i}.lock"));
-            if let Some(held) = HeldLock::try_take(&path)? {
+            if let Some(held) = HeldLock::try_take(&path).map_err(|e| lock_error(e, &path))? {
                 return Ok(Some(Lease::new(held)));
             }
         }
@@ -265,7 +196,7 @@ impl FileStore {
     pub(crate) async fn tidy_now(&self) -> Result<(), StoreError> {
         for (path, _) in self.files_ending(".lock")? {
             // Taken and let go at once: a held lock file deletes itself.
-            drop(HeldLock::try_take(&path)?);
+            drop(HeldLock::try_take(&path).map_err(|e| lock_error(e, &path))?);
         }
         let drop_lapsed =
             |s: Option<StoredHost>, c: Clock| s.filter(|s| !s.is_expired(c.wall_ms()));
@@ -423,23 +354,6 @@ mod tests {
         );
         drop(second);
         assert!(files(dir.path()).is_empty(), "{:?}", files(dir.path()));
-    }
-
-    #[tokio::test]
-    async fn a_lock_taken_on_a_file_deleted_meanwhile_does_not_count() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.send.0.lock");
-        // Another process opened the file, then its holder deleted it and let go.
-        let stale = lock_file(&path).unwrap();
-        let held = HeldLock::try_take(&path).unwrap().unwrap();
-        drop(held);
-        assert!(!path.exists());
-        stale.try_lock().unwrap();
-        assert!(!still_named(&stale, &path));
-        // A fresh holder gets a lock on a file the path names, beside the stale one.
-        let fresh = HeldLock::try_take(&path).unwrap().unwrap();
-        assert!(HeldLock::try_take(&path).unwrap().is_none());
-        drop(fresh);
     }
 
     #[tokio::test]

@@ -75,6 +75,8 @@ pub struct Response {
     pub etag: Option<String>,
     /// The `Last-Modified` header.
     pub last_modified: Option<String>,
+    /// When the response (its whole body) arrived, in Unix ms.
+    pub received_ms: u64,
 }
 
 /// A GET's result with what it cost.

@@ -176,6 +176,7 @@ impl Client {
             content_type: header_str(&headers, header::CONTENT_TYPE),
             etag: header_str(&headers, header::ETAG),
             last_modified: header_str(&headers, header::LAST_MODIFIED),
+            received_ms: crate::cache::now_ms(),
         };
         if status == StatusCode::NOT_MODIFIED {
             self.ended(permit, Outcome::Success, Some(status), notes).await;

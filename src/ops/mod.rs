@@ -212,9 +212,17 @@ async fn not_modified(ctx: &Context, cached: Option<Entry>, resp: &Response) -> 
     };
     let meta = entry.meta.clone();
     let (etag, lm) = (resp.etag.clone(), resp.last_modified.clone());
-    let touched = blocking(move || cache.touch(&meta, etag.as_deref(), lm.as_deref()).ok())
+    let received = resp.received_ms;
+    // `None` also when another process stored a newer body meanwhile: the entry is left to
+    // it, and this call serves the copy it validated.
+    let touched = blocking(move || {
+        cache
+            .touch(&meta, etag.as_deref(), lm.as_deref(), received)
+            .ok()
+    })
         .await
         .ok()
+        .flatten()
         .flatten();
     Ok(Entry {
         meta: touched.unwrap_or(entry.meta),
@@ -240,6 +248,7 @@ async fn store_fresh(
             etag: resp.etag.as_deref(),
             last_modified: resp.last_modified.as_deref(),
             content_type: resp.content_type.as_deref(),
+            received_ms: resp.received_ms,
         };
         let warning = cache.store(&req, &resp.body).err().map(|e| e.to_string());
         (resp, warning)
@@ -256,6 +265,7 @@ async fn store_fresh(
                 content_type: None,
                 etag: None,
                 last_modified: None,
+                received_ms: 0,
             },
             Some(e.to_string()),
         ),

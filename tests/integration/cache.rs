@@ -473,6 +473,7 @@ fn the_cap_evicts_the_least_recently_fetched_entry_and_never_the_one_written() {
     for name in ["a", "b", "c"] {
         let url = format!("https://x.example/{name}.xml");
         let req = rss::internals::StoreRequest {
+            received_ms: 0,
             feed_url: &url,
             final_url: &url,
             etag: None,
@@ -489,6 +490,7 @@ fn the_cap_evicts_the_least_recently_fetched_entry_and_never_the_one_written() {
     let big = sized_feed(40_000);
     let url = "https://x.example/big.xml";
     let req = rss::internals::StoreRequest {
+        received_ms: 0,
         feed_url: url,
         final_url: url,
         etag: None,
