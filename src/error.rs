@@ -67,7 +67,10 @@ pub enum ErrorCode {
     )]
     ResponseTooLarge,
     /// A local file could not be read or written.
-    #[strum(serialize = "IO_ERROR", message = "a local file could not be read or written")]
+    #[strum(
+        serialize = "IO_ERROR",
+        message = "a local file could not be read or written"
+    )]
     Io,
     /// `rss show` found no such item.
     #[strum(

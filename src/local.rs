@@ -67,9 +67,9 @@ impl FileAccess {
                     ))
                 };
                 let relative = if path.is_absolute() {
-                    match normalized(path).and_then(|p| {
-                        p.strip_prefix(root).ok().map(Path::to_path_buf)
-                    }) {
+                    match normalized(path)
+                        .and_then(|p| p.strip_prefix(root).ok().map(Path::to_path_buf))
+                    {
                         Some(r) => r,
                         None => return Err(outside()),
                     }
@@ -279,7 +279,8 @@ mod tests {
         std::fs::create_dir(&root).unwrap();
         std::fs::write(root.join("a.xml"), b"x").unwrap();
         std::fs::write(dir.path().join("secret.xml"), b"x").unwrap();
-        let link = |name: &str, to: PathBuf| std::os::unix::fs::symlink(to, root.join(name)).unwrap();
+        let link =
+            |name: &str, to: PathBuf| std::os::unix::fs::symlink(to, root.join(name)).unwrap();
         link("link.xml", dir.path().join("secret.xml"));
         link("dangling.xml", dir.path().join("missing.xml"));
         link("up.xml", PathBuf::from("../secret.xml"));
@@ -297,7 +298,11 @@ mod tests {
         let abs = canonical.join("a.xml");
         let abs = abs.to_str().unwrap().to_owned();
         assert_eq!(
-            access.read(&abs, Path::new(&abs), l).await.unwrap().into_vec(),
+            access
+                .read(&abs, Path::new(&abs), l)
+                .await
+                .unwrap()
+                .into_vec(),
             b"x"
         );
         let refusal = |p: &'static str| {
@@ -310,7 +315,10 @@ mod tests {
         let existing = refusal("../secret.xml").await;
         assert_eq!(existing.0, "INVALID_URL");
         assert_eq!(refusal("../missing.xml").await, existing);
-        assert_eq!(refusal("/etc/passwd").await, refusal("/etc/no-such-file").await);
+        assert_eq!(
+            refusal("/etc/passwd").await,
+            refusal("/etc/no-such-file").await
+        );
         // Through a symlink inside the tree: the same answer whether the target exists.
         assert_eq!(refusal("link.xml").await, existing);
         assert_eq!(refusal("dangling.xml").await, existing);
@@ -329,7 +337,10 @@ mod tests {
     async fn a_fifo_in_the_allowed_tree_is_refused_without_waiting_for_a_writer() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("pipe.xml");
-        let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
         assert!(status.success());
         let access = FileAccess::under(dir.path()).unwrap();
         let started = std::time::Instant::now();

@@ -388,8 +388,7 @@ impl Cache {
             let previous = self.current_meta(req.feed_url);
             // Another process stored (or confirmed) a later response meanwhile: it stays.
             if let Some(p) = previous.as_ref().filter(|p| p.received_ms > received_ms) {
-                if p.body_file != body_file && !p.superseded.iter().any(|s| s.file == body_file)
-                {
+                if p.body_file != body_file && !p.superseded.iter().any(|s| s.file == body_file) {
                     let _ = fs::remove_file(feeds.join(&body_file));
                 }
                 return Ok(p.clone());
@@ -448,9 +447,10 @@ impl Cache {
     ) -> Result<Option<Meta>> {
         let k = key(&validated.feed_url);
         self.with_entry_lock(&k, || {
-            let Some(mut meta) = self.current_meta(&validated.feed_url).filter(|m| {
-                m.body_sha256 == validated.body_sha256 && m.received_ms <= received_ms
-            }) else {
+            let Some(mut meta) = self
+                .current_meta(&validated.feed_url)
+                .filter(|m| m.body_sha256 == validated.body_sha256 && m.received_ms <= received_ms)
+            else {
                 return Ok(None);
             };
             meta.fetched_at = date::format(&Utc::now());
@@ -518,9 +518,8 @@ impl Cache {
             let Some(listed) = entry.meta.as_ref() else {
                 continue;
             };
-            let old_enough = older_than.is_none_or(|limit| {
-                listed.age(now).is_none_or(|age| age >= limit)
-            });
+            let old_enough =
+                older_than.is_none_or(|limit| listed.age(now).is_none_or(|age| age >= limit));
             if old_enough && self.remove_entry_if_unchanged(&key, listed)? > 0 {
                 removed += 1;
             }
@@ -536,8 +535,7 @@ impl Cache {
             let Some(current) = self.current_meta(&listed.feed_url) else {
                 return Ok(0);
             };
-            if current.body_file != listed.body_file || current.fetched_at != listed.fetched_at
-            {
+            if current.body_file != listed.body_file || current.fetched_at != listed.fetched_at {
                 return Ok(0);
             }
             let feeds = self.feeds();
@@ -699,9 +697,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let url = "http://a/feed";
-        let old = cache.store(&at(url, 1_000), &Payload::from(&b"old"[..])).unwrap();
+        let old = cache
+            .store(&at(url, 1_000), &Payload::from(&b"old"[..]))
+            .unwrap();
         // Another process stores a newer body after this one loaded `old`...
-        cache.store(&at(url, 2_000), &Payload::from(&b"new"[..])).unwrap();
+        cache
+            .store(&at(url, 2_000), &Payload::from(&b"new"[..]))
+            .unwrap();
         // ...and this one's 304 (for `old`) arrives later still.
         assert_eq!(cache.touch(&old, None, None, 3_000).unwrap(), None);
         assert_eq!(body_of(&cache, url), b"new");
@@ -712,9 +714,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let url = "http://a/feed";
-        cache.store(&at(url, 2_000), &Payload::from(&b"v2"[..])).unwrap();
+        cache
+            .store(&at(url, 2_000), &Payload::from(&b"v2"[..]))
+            .unwrap();
         // A response that arrived earlier is stored later: it does not win.
-        let kept = cache.store(&at(url, 1_000), &Payload::from(&b"v1"[..])).unwrap();
+        let kept = cache
+            .store(&at(url, 1_000), &Payload::from(&b"v1"[..]))
+            .unwrap();
         assert_eq!(kept.received_ms, 2_000);
         assert_eq!(body_of(&cache, url), b"v2");
         // Its body file did not stay behind.
@@ -722,7 +728,10 @@ mod tests {
         assert_eq!(bodies, 2, "one metadata file and one body");
         // A 304 that confirms the current body moves it on.
         let cur = cache.current_meta(url).unwrap();
-        let touched = cache.touch(&cur, Some("\"v3\""), None, 3_000).unwrap().unwrap();
+        let touched = cache
+            .touch(&cur, Some("\"v3\""), None, 3_000)
+            .unwrap()
+            .unwrap();
         assert_eq!(touched.received_ms, 3_000);
         assert_eq!(touched.etag.as_deref(), Some("\"v3\""));
     }
@@ -742,7 +751,9 @@ mod tests {
         let mut aged = second.clone();
         aged.superseded[0].at = "2000-01-01T00:00:00Z".into();
         cache.write_meta(&aged).unwrap();
-        let third = cache.store(&req(url), &Payload::from(&b"three"[..])).unwrap();
+        let third = cache
+            .store(&req(url), &Payload::from(&b"three"[..]))
+            .unwrap();
         assert!(!feeds.join(&first.body_file).exists());
         assert!(feeds.join(&second.body_file).exists());
         assert_eq!(third.superseded.len(), 1);
@@ -756,12 +767,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let url = "http://a/feed";
-        let listed = cache.store(&at(url, 1_000), &Payload::from(&b"one"[..])).unwrap();
-        cache.store(&at(url, 2_000), &Payload::from(&b"two"[..])).unwrap();
-        assert_eq!(cache.remove_entry_if_unchanged(&key(url), &listed).unwrap(), 0);
+        let listed = cache
+            .store(&at(url, 1_000), &Payload::from(&b"one"[..]))
+            .unwrap();
+        cache
+            .store(&at(url, 2_000), &Payload::from(&b"two"[..]))
+            .unwrap();
+        assert_eq!(
+            cache.remove_entry_if_unchanged(&key(url), &listed).unwrap(),
+            0
+        );
         assert_eq!(body_of(&cache, url), b"two");
         let current = cache.current_meta(url).unwrap();
-        assert!(cache.remove_entry_if_unchanged(&key(url), &current).unwrap() > 0);
+        assert!(
+            cache
+                .remove_entry_if_unchanged(&key(url), &current)
+                .unwrap()
+                > 0
+        );
         assert!(matches!(cache.load(url), Lookup::Miss));
     }
 }

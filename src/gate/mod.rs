@@ -311,6 +311,28 @@ impl Gate {
         }
     }
 
+    /// Forgets what this process learned of `key` up to `at` (a clear marker made then):
+    /// a state changed after it stays.
+    pub(crate) fn adopt_clear(&self, key: &HostKey, at: Instant) {
+        let slot = self.slot(key);
+        let changed = {
+            let mut guard = slot.lock();
+            let older = guard.host.updated.is_none_or(|u| u <= at);
+            if older && guard.host != HostState::default() {
+                guard.host = HostState {
+                    updated: Some(at),
+                    ..HostState::default()
+                };
+                true
+            } else {
+                false
+            }
+        };
+        if changed {
+            slot.changed.notify_waiters();
+        }
+    }
+
     /// Forgets `key` in this process (or every host).
     pub(crate) fn forget(&self, key: Option<&HostKey>) {
         let slots: Vec<Arc<HostSlot>> = {

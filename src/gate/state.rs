@@ -100,7 +100,8 @@ impl HostState {
 
     /// The learned floor, while it is enforced.
     pub(crate) fn live_floor(&self, now: Instant) -> Option<Duration> {
-        self.floor.filter(|_| self.floor_until.is_some_and(|u| now < u))
+        self.floor
+            .filter(|_| self.floor_until.is_some_and(|u| now < u))
     }
 
     /// How long from `now` until a send may go: the cooldown or spacing in force, and the

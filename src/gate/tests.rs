@@ -559,6 +559,174 @@ async fn idle_hosts_are_pruned_from_a_long_lived_gate() {
     assert_eq!(gate.state_of(&strict).depth, 1);
 }
 
+/// A host warm after a refusal with `Retry-After: ra` that has long cooled down (its
+/// pacing is zero again), so only the warm spacing applies.
+async fn warm_host(gate: &Gate, host: &HostKey, ra: u64) {
+    send(
+        gate,
+        host,
+        ms(1),
+        Outcome::Refused {
+            retry_after: Some(secs(ra)),
+        },
+    )
+    .await;
+    tokio::time::sleep(secs(ra)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_19_a_call_behind_a_holder_already_sending_counts_only_the_pacing() {
+    // RSS_MAX_GATE_WAIT_SECS=8, a host that answered 429 + Retry-After: 5, then two calls
+    // 0.3 s apart: the second waits for the first's response plus 5 s, and is served.
+    let gate = Arc::new(Gate::new(GateParams::default()));
+    let a = key("http://a.test/");
+    warm_host(&gate, &a, 5).await;
+    let mut first = gate.acquire(&a, Instant::now() + secs(8)).await.unwrap();
+    first.start_send();
+    tokio::time::sleep(ms(300)).await;
+    let t0 = Instant::now();
+    let g = gate.clone();
+    let k = a.clone();
+    let second = tokio::spawn(async move { g.acquire(&k, Instant::now() + secs(8)).await });
+    tokio::time::sleep(ms(450)).await;
+    first.record(Outcome::Success, None);
+    drop(first);
+    let second = second
+        .await
+        .unwrap()
+        .expect("a wait that fits is never failed");
+    assert_eq!(t0.elapsed(), ms(450) + secs(5));
+    assert_eq!(second.waited(), ms(450) + secs(5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_19_two_calls_at_the_same_instant_are_both_served_within_the_budget() {
+    let gate = Arc::new(Gate::new(GateParams::default()));
+    let a = key("http://a.test/");
+    warm_host(&gate, &a, 5).await;
+    let t0 = Instant::now();
+    let (g1, g2, k1, k2) = (gate.clone(), gate.clone(), a.clone(), a.clone());
+    let call = |g: Arc<Gate>, k: HostKey| async move {
+        let mut p = g.acquire(&k, Instant::now() + secs(8)).await?;
+        let started = Instant::now();
+        p.start_send();
+        tokio::time::sleep(ms(100)).await;
+        p.record(Outcome::Success, None);
+        Ok::<Instant, Throttled>(started)
+    };
+    let one = tokio::spawn(call(g1, k1));
+    let two = tokio::spawn(call(g2, k2));
+    let mut starts = [one.await.unwrap().unwrap(), two.await.unwrap().unwrap()];
+    starts.sort();
+    assert_eq!(starts[0] - t0, Duration::ZERO);
+    // The second goes 5 s after the first's response.
+    assert_eq!(starts[1] - t0, ms(100) + secs(5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_19_a_later_arrival_never_counts_against_an_earlier_one() {
+    // Retry-After: 30 and the default 60 s budget: the second and third calls queue behind
+    // a holder that is sending; a state change (its response) must not make the second
+    // count the third as ahead of it.
+    let gate = Arc::new(Gate::new(GateParams::default()));
+    let a = key("http://a.test/");
+    warm_host(&gate, &a, 30).await;
+    let mut first = gate.acquire(&a, far()).await.unwrap();
+    first.start_send();
+    let budget = || Instant::now() + secs(60);
+    let (g, k) = (gate.clone(), a.clone());
+    let second = tokio::spawn(async move { g.acquire(&k, budget()).await });
+    tokio::task::yield_now().await;
+    let (g, k) = (gate.clone(), a.clone());
+    let third = tokio::spawn(async move { g.acquire(&k, Instant::now() + secs(61)).await });
+    tokio::task::yield_now().await;
+    tokio::time::sleep(ms(200)).await;
+    first.record(Outcome::Success, None);
+    drop(first);
+    let mut second = second
+        .await
+        .unwrap()
+        .expect("the second call fits its budget");
+    second.start_send();
+    tokio::time::sleep(ms(200)).await;
+    second.record(Outcome::Success, None);
+    drop(second);
+    // The third goes 30 s after the second's response: 60.4 s after it arrived, inside
+    // its 61 s budget.
+    let third = third
+        .await
+        .unwrap()
+        .expect("the third call fits its budget too");
+    drop(third);
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_19_a_call_whose_wait_cannot_fit_fails_at_once_with_the_true_wait() {
+    let gate = Arc::new(Gate::new(GateParams::default()));
+    let a = key("http://a.test/");
+    warm_host(&gate, &a, 5).await;
+    let mut first = gate.acquire(&a, far()).await.unwrap();
+    first.start_send();
+    let (g, k) = (gate.clone(), a.clone());
+    let second = tokio::spawn(async move { g.acquire(&k, Instant::now() + secs(8)).await });
+    tokio::task::yield_now().await;
+    // A third call with an 8 s budget: one send (the second's) goes before it, 5 s after
+    // the first's response, and its own 5 s after that.
+    let t0 = Instant::now();
+    let err = gate.acquire(&a, t0 + secs(8)).await.unwrap_err();
+    assert_eq!(t0.elapsed(), Duration::ZERO, "it failed without waiting");
+    // What really happens: the first answers after 100 ms, the second goes at 5.1 s and
+    // answers at 5.2 s, so the third could have gone at 10.2 s.
+    let true_wait = ms(10_200);
+    assert!(err.wait <= true_wait, "{:?} is not a lower bound", err.wait);
+    assert!(
+        err.wait.as_secs_f64() >= true_wait.as_secs_f64() * 0.9,
+        "{:?} is not within 10 % of {true_wait:?}",
+        err.wait
+    );
+    tokio::time::sleep(ms(100)).await;
+    first.record(Outcome::Success, None);
+    drop(first);
+    let mut second = second.await.unwrap().unwrap();
+    second.start_send();
+    assert_eq!(t0.elapsed(), ms(5_100));
+    tokio::time::sleep(ms(100)).await;
+    second.record(Outcome::Success, None);
+    drop(second);
+    let t1 = Instant::now();
+    let _third = gate.acquire(&a, far()).await.unwrap();
+    assert_eq!(t0.elapsed(), true_wait, "{:?}", t1.elapsed());
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_19_a_retrying_holder_counts_as_a_send_still_to_go() {
+    // A holder refused with Retry-After: 20 keeps its permit to retry; a caller queued
+    // behind it with a 30 s budget cannot fit (retry at 20 s, its own 20 s after that).
+    let gate = Arc::new(Gate::new(GateParams::default()));
+    let a = key("http://a.test/");
+    let mut holder = gate.acquire(&a, far()).await.unwrap();
+    holder.start_send();
+    let (g, k) = (gate.clone(), a.clone());
+    let queued = tokio::spawn(async move { g.acquire(&k, Instant::now() + secs(30)).await });
+    tokio::task::yield_now().await;
+    holder.record(
+        Outcome::Refused {
+            retry_after: Some(secs(20)),
+        },
+        None,
+    );
+    let retry = {
+        let mut h = holder;
+        tokio::spawn(async move {
+            h.pace(far()).await.unwrap();
+            h
+        })
+    };
+    let err = queued.await.unwrap().unwrap_err();
+    assert_eq!(err.wait, secs(40));
+    let _ = retry.await.unwrap();
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;

@@ -24,9 +24,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use sha2::{Digest, Sha256};
 
-use super::{
-    Clock, Held, HostStore, Lease, Listed, Snapshot, StoreError, StoredHost, Update,
-};
+use super::{Clock, Held, HostStore, Lease, Listed, Snapshot, StoreError, StoredHost, Update};
 use crate::gate::HostKey;
 use crate::lockfile::HeldLock;
 

@@ -285,7 +285,6 @@ impl SharedHosts {
         self.standing.clone()
     }
 
-
     fn warn(&self, e: &StoreError, notes: &mut Notes) {
         let w = match e {
             StoreError::Corrupt { .. } => StoreWarning {
@@ -326,9 +325,8 @@ impl SharedHosts {
         let Some(stored) = stored else { return };
         let drop_lapsed =
             |s: Option<StoredHost>, c: Clock| s.filter(|s| !s.is_expired(c.wall_ms()));
-        let cap = move |s: Option<StoredHost>, c: Clock| {
-            s.map(|s| s.capped(c, &params).unwrap_or(s))
-        };
+        let cap =
+            move |s: Option<StoredHost>, c: Clock| s.map(|s| s.capped(c, &params).unwrap_or(s));
         let fix: Option<&Update<'_>> = if stored.is_expired(clock.wall_ms()) {
             tracing::debug!(host = %key, "removing lapsed host state");
             Some(&drop_lapsed)
@@ -348,8 +346,23 @@ impl SharedHosts {
                 clock,
             },
         };
-        if let Some(s) = snap.stored.filter(|s| !s.is_expired(snap.clock.wall_ms())) {
-            gate.adopt(key, Some(s.to_state(snap.clock, &params)));
+        Self::take_in(gate, key, snap);
+    }
+
+    /// Takes what the store holds for `key` into the gate: a live state when it is newer
+    /// than the gate's, a clear marker as forgetting what came before it.
+    fn take_in(gate: &Gate, key: &HostKey, snap: Snapshot) {
+        let params = *gate.params();
+        let Some(s) = snap.stored.filter(|s| !s.is_expired(snap.clock.wall_ms())) else {
+            return;
+        };
+        let state = s.to_state(snap.clock, &params);
+        if s.is_clear_marker() {
+            if let Some(at) = state.updated {
+                gate.adopt_clear(key, at);
+            }
+        } else {
+            gate.adopt(key, Some(state));
         }
     }
 
@@ -374,7 +387,17 @@ impl SharedHosts {
         let update = move |stored: Option<StoredHost>, clock: Clock| {
             let stored = stored.filter(|s| !s.is_expired(clock.wall_ms()));
             let shared = stored.as_ref().map(|s| s.to_state(clock, &params));
-            let mut state = newer(shared, Some(before.clone())).unwrap_or_default();
+            let mut state = match (&stored, shared) {
+                // What this process knew up to a clear is forgotten.
+                (Some(m), Some(cleared)) if m.is_clear_marker() => {
+                    if before.updated.is_none_or(|u| Some(u) <= cleared.updated) {
+                        cleared
+                    } else {
+                        before.clone()
+                    }
+                }
+                (_, shared) => newer(shared, Some(before.clone())).unwrap_or_default(),
+            };
             state.apply(&params, event);
             if state.is_live(clock.instant()) {
                 return Some(StoredHost::from_state(key, &state, clock));
@@ -385,10 +408,7 @@ impl SharedHosts {
         let written = store.update(key, &update).await;
         Self::note_degraded(store, notes);
         match written {
-            Ok(snap) => {
-                let state = snap.stored.map(|s| s.to_state(snap.clock, &params));
-                gate.adopt(key, state);
-            }
+            Ok(snap) => Self::take_in(gate, key, snap),
             Err(e) => self.warn(&e, notes),
         }
     }
@@ -455,3 +475,6 @@ impl SharedHosts {
         Ok(cleared)
     }
 }
+
+#[cfg(test)]
+mod tests;

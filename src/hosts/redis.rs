@@ -356,7 +356,12 @@ struct HeldSlot {
 /// Renews `key` (if it still holds `token`) for another [`LEASE_TTL`]: `Some(true)` when
 /// it was still ours, `Some(false)` when it was taken or lapsed, `None` when Redis did
 /// not answer.
-async fn renew(mut conn: ConnectionManager, script: &Script, key: &str, token: &str) -> Option<bool> {
+async fn renew(
+    mut conn: ConnectionManager,
+    script: &Script,
+    key: &str,
+    token: &str,
+) -> Option<bool> {
     let mut call = script.key(key);
     call.arg(token).arg(LEASE_TTL.as_millis() as u64);
     match tokio::time::timeout(OP_TIMEOUT, call.invoke_async::<i64>(&mut conn)).await {

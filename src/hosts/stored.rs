@@ -227,14 +227,10 @@ impl StoredHost {
             last_admitted_ms: self.last_admitted_ms.map(|t| t.min(now)),
             last_status: self.last_status,
             updated_ms: self.updated_ms.min(now),
-            cleared_until_ms: limit(
-                self.cleared_until_ms,
-                p.floor_lifetime.max(p.warm_window),
-            ),
+            cleared_until_ms: limit(self.cleared_until_ms, p.floor_lifetime.max(p.warm_window)),
         };
         (fixed != *self).then_some(fixed)
     }
-
 }
 
 #[cfg(test)]

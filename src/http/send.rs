@@ -139,7 +139,13 @@ impl Client {
             let retry_after = raw
                 .as_deref()
                 .and_then(|r| parse_retry_after(r, SystemTime::now()));
-            self.ended(permit, Outcome::Refused { retry_after }, Some(status), notes).await;
+            self.ended(
+                permit,
+                Outcome::Refused { retry_after },
+                Some(status),
+                notes,
+            )
+            .await;
             tracing::debug!(%url, %status, ?retry_after, "host refused");
             return Ok(Sent::Refused {
                 status,
@@ -147,7 +153,8 @@ impl Client {
             });
         }
         if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
-            self.ended(permit, Outcome::Success, Some(status), notes).await;
+            self.ended(permit, Outcome::Success, Some(status), notes)
+                .await;
             let Some(location) = header_str(&headers, header::LOCATION) else {
                 return Err(Error::HttpStatus {
                     status: status.as_u16(),
@@ -179,11 +186,13 @@ impl Client {
             received_ms: crate::cache::now_ms(),
         };
         if status == StatusCode::NOT_MODIFIED {
-            self.ended(permit, Outcome::Success, Some(status), notes).await;
+            self.ended(permit, Outcome::Success, Some(status), notes)
+                .await;
             return Ok(Sent::Hop(Hop::Done(meta(Payload::default(), true))));
         }
         if !status.is_success() {
-            self.ended(permit, Outcome::Success, Some(status), notes).await;
+            self.ended(permit, Outcome::Success, Some(status), notes)
+                .await;
             return Err(Error::HttpStatus {
                 status: status.as_u16(),
                 url: url.to_string(),

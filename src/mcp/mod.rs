@@ -334,9 +334,7 @@ mod tests {
         for code in crate::error::ErrorCode::all() {
             assert!(text.contains(code.as_str()), "{} is missing", code.as_str());
         }
-        let known: Vec<&str> = crate::error::ErrorCode::all()
-            .map(|c| c.as_str())
-            .collect();
+        let known: Vec<&str> = crate::error::ErrorCode::all().map(|c| c.as_str()).collect();
         for word in text.split(|c: char| !(c.is_ascii_uppercase() || c == '_')) {
             if word.len() > 3 && word.contains('_') {
                 assert!(known.contains(&word), "{word} is not an error code");

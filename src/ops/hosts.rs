@@ -49,9 +49,7 @@ pub async fn hosts_list(ctx: &Context) -> Result<HostsOutput> {
     let mut hosts = Vec::new();
     for entry in listed {
         match entry {
-            Ok(s) if !s.is_expired(now_ms) && !s.is_clear_marker() => {
-                hosts.push(info(&s, now_ms))
-            }
+            Ok(s) if !s.is_expired(now_ms) && !s.is_clear_marker() => hosts.push(info(&s, now_ms)),
             Ok(_) => {}
             Err(e) => warnings.push(Warning::new(
                 None,

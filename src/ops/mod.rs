@@ -103,8 +103,7 @@ fn exchange_warnings(url: &str, ex: &mut crate::http::Exchange) -> Vec<Warning> 
         .collect()
 }
 
-impl Context {
-}
+impl Context {}
 
 /// How the cache is used by a fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -220,10 +219,10 @@ async fn not_modified(ctx: &Context, cached: Option<Entry>, resp: &Response) -> 
             .touch(&meta, etag.as_deref(), lm.as_deref(), received)
             .ok()
     })
-        .await
-        .ok()
-        .flatten()
-        .flatten();
+    .await
+    .ok()
+    .flatten()
+    .flatten();
     Ok(Entry {
         meta: touched.unwrap_or(entry.meta),
         body: entry.body,

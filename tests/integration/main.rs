@@ -3,6 +3,8 @@
 mod helpers;
 mod hosts;
 
+mod gate_word;
+
 mod cache;
 mod cli;
 mod formats;

@@ -46,11 +46,16 @@ async fn spawn(env: &[(&str, &str)]) -> Server {
 /// `rss mcp ARGS…` with `env`, a cache of its own, and an rmcp client connected.
 pub async fn spawn_with(extra: &[&str], env: &[(&str, &str)]) -> Server {
     let cache = tempfile::tempdir().unwrap();
+    let mut server = spawn_in(cache.path(), extra, env).await;
+    server._cache = cache;
+    server
+}
+
+/// `rss mcp ARGS…` with `env` on the cache directory `dir`, and an rmcp client connected.
+pub async fn spawn_in(dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+    let cache = tempfile::tempdir().unwrap();
     let mut cmd = rss_tokio();
-    cmd.arg("mcp")
-        .args(extra)
-        .arg("--cache-dir")
-        .arg(cache.path());
+    cmd.arg("mcp").args(extra).arg("--cache-dir").arg(dir);
     for (k, v) in env {
         cmd.env(k, v);
     }

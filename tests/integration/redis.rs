@@ -148,3 +148,118 @@ async fn redis_stopped_mid_run_costs_a_warning_and_back_it_is_used_again() {
     assert_eq!(code, Some(0), "{after}");
     assert!(warning_codes(&after).is_empty(), "{after}");
 }
+
+/// The send-slot keys of `srv`'s host in Redis at `store`.
+fn lease_keys(store: &str, srv: &TestServer) -> Vec<String> {
+    let client = ::redis::Client::open(store).unwrap();
+    let mut conn = client.get_connection().unwrap();
+    let pattern = format!("rss:gate:v1:{{127.0.0.1:{}}}:lease:*", srv.addr.port());
+    ::redis::cmd("KEYS").arg(pattern).query(&mut conn).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_19_a_run_that_ends_holds_no_send_slot() {
+    let Some(store) = redis_url() else { return };
+    let srv = TestServer::start(|_| Reply::xml(FEED)).await;
+    let (code, doc) = fetch_with(&store, &urls(&srv, "a", 3)).await;
+    assert_eq!(code, Some(0), "{doc}");
+    assert_eq!(lease_keys(&store, &srv), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_19_a_worker_whose_clock_lags_paces_by_the_fleets_one_clock() {
+    let Some(store) = redis_url() else { return };
+    let srv = TestServer::start(|req| {
+        if req.nth_overall == 1 {
+            Reply::status(429).header("Retry-After", "3")
+        } else {
+            Reply::xml(FEED)
+        }
+    })
+    .await;
+    // A worker whose clock is 5 s behind learns the host's 3 s window...
+    let cache = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::from(rss_std(cache.path()));
+    cmd.args([
+        "fetch",
+        "--no-cache",
+        "--max-gate-wait",
+        "1",
+        &srv.url("/a"),
+    ])
+    .env("RSS_GATE_STORE", &store)
+    .env("RSS_TEST_WALL_CLOCK_SKEW_MS", "-5000")
+    .stderr(Stdio::null());
+    let out = cmd.output().await.unwrap();
+    assert_eq!(
+        json(&out.stdout)["feeds"][0]["error"]["code"],
+        "RATE_LIMITED"
+    );
+    // ...and a worker with the right clock still waits it out.
+    let (code, doc) = fetch_with(&store, &["--no-cache".into(), srv.url("/b")]).await;
+    assert_eq!(code, Some(0), "{doc}");
+    let hits = srv.hits();
+    assert_eq!(hits.len(), 2);
+    let gap = hits[1].arrived - hits[0].finished.unwrap();
+    assert!(
+        gap >= Duration::from_millis(2_990),
+        "sent {gap:?} after the refusal"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_19_a_stalled_holder_knows_it_lost_its_slot_and_the_overlap_is_bounded() {
+    let Some(store) = redis_url() else { return };
+    let srv = TestServer::start(|req| {
+        let d = if req.path == "/slow" { 6_000 } else { 0 };
+        Reply::xml(FEED).delay(Duration::from_millis(d))
+    })
+    .await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::from(rss_std(cache.path()));
+    cmd.args(["fetch", "--no-cache", &srv.url("/slow")])
+        .env("RSS_GATE_STORE", &store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let holder = cmd.spawn().unwrap();
+    let pid = holder.id().unwrap().to_string();
+    wait_until("the holder's request reached the origin", || {
+        srv.count() == 1
+    })
+    .await;
+    let sent = srv.hits()[0].arrived;
+    let signal = |sig: &str| {
+        let st = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    // The holder is stopped mid-send (a paused VM, SIGSTOP): it cannot renew its slot.
+    signal("-STOP");
+    let (code, doc) = fetch_with(&store, &["--no-cache".into(), srv.url("/b")]).await;
+    assert_eq!(code, Some(0), "{doc}");
+    let other = srv.hits_for("/b")[0].arrived;
+    // The slot lapsed no sooner than 2 s after the stop: renewed each second, it lives 3 s.
+    assert!(
+        other - sent >= Duration::from_millis(1_900),
+        "{:?}",
+        other - sent
+    );
+    let resume_at = sent + Duration::from_secs(5);
+    tokio::time::sleep(resume_at.saturating_duration_since(std::time::Instant::now())).await;
+    signal("-CONT");
+    let out = tokio::time::timeout(Duration::from_secs(60), holder.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let doc = json(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    let lost = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w["code"] == "GATE_SLOT_LOST");
+    assert!(lost, "the stalled holder says its slot lapsed: {doc}");
+    assert_eq!(lease_keys(&store, &srv), Vec::<String>::new());
+}
