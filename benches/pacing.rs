@@ -159,6 +159,57 @@ async fn heavy_day() {
     );
 }
 
+/// Six feeds on a host allowing one request per 2 s that answers `403` with `Retry-After`
+/// as an HTTP-date (whole seconds, so a date 2 s ahead may say 1.x s), side by side with
+/// `--no-host-state`.
+async fn date_403() {
+    for (mode, extra) in [
+        ("shared state", vec![]),
+        ("--no-host-state", vec!["--no-host-state"]),
+    ] {
+        let mut policy = Policy::strict(Duration::from_secs(2), RetryAfter::Date(2));
+        policy.refusal = 403;
+        let strict = host(policy).await;
+        let urls: Vec<String> = (0..6).map(|i| strict.url(&format!("/d{i}"))).collect();
+        let mut args = vec!["--no-cache"];
+        args.extend(extra);
+        let (doc, wall) = tokio::task::spawn_blocking(move || rss(&fetch_args(&urls, &args), &[]))
+            .await
+            .unwrap();
+        let s = seen(&[&strict], 0);
+        if std::env::var_os("BENCH_DEBUG").is_some() {
+            for f in doc["feeds"].as_array().unwrap() {
+                println!(
+                    "  {} {} attempts {} wait {} {}",
+                    f["feed_url"],
+                    f["status"],
+                    f["attempts"],
+                    f["gate_wait_ms"],
+                    f["error"]["message"]
+                );
+            }
+            let t0 = strict.hits()[0].arrived;
+            for h in strict.hits() {
+                println!(
+                    "  {:>7.3}s {} {}",
+                    (h.arrived - t0).as_secs_f64(),
+                    h.status,
+                    h.path
+                );
+            }
+        }
+        report(
+            &format!("date_403 ({mode})"),
+            count(&doc, "ok"),
+            6,
+            &s,
+            wall,
+            Duration::from_secs(10),
+        );
+    }
+    println!("  target: 6/6 ok, no self-inflicted refusal, ratio <= 1.2");
+}
+
 async fn revalidate() {
     let body_len = 200_000;
     let mut policy = Policy::lenient(5);
@@ -226,5 +277,8 @@ async fn main() {
     }
     if run("revalidate") {
         revalidate().await;
+    }
+    if run("date_403") {
+        date_403().await;
     }
 }

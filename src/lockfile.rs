@@ -1,4 +1,6 @@
-//! Advisory lock files that exist only while they are held.
+//! Advisory lock files: ones that exist only while they are held ([`HeldLock`], for locks
+//! keyed on something callers choose, such as hosts), and a fixed set that stays
+//! ([`take_blocking`], for the cache's entry locks).
 //!
 //! A holder deletes its lock file before it lets go, and a lock counts only while its path
 //! still names the file that was locked: a process that locked a file just deleted (it had
@@ -39,16 +41,31 @@ fn still_named(_: &File, path: &Path) -> bool {
     path.exists()
 }
 
-/// A held lock on a file that is deleted when the lock is let go (on drop).
+/// A held lock on a file that is deleted when the lock is let go (on drop), unless it was
+/// taken as a lasting one.
 #[derive(Debug)]
 pub(crate) struct HeldLock {
     file: Option<File>,
     path: PathBuf,
+    /// Keep the file when letting go (one of a fixed set, reused by the next holder).
+    lasting: bool,
 }
 
 impl HeldLock {
     /// Tries once to lock `path`: `None` when another process holds it.
     pub(crate) fn try_take(path: &Path) -> io::Result<Option<HeldLock>> {
+        HeldLock::try_take_as(path, false)
+    }
+
+    /// Like [`HeldLock::try_take`], but the file stays when the lock is let go: for a fixed
+    /// set of lock files, where creating and deleting a file per use would cost the file
+    /// system more than the use. It may still be deleted by someone holding it (a tidy-up),
+    /// which the check that the path names the locked file makes safe.
+    pub(crate) fn try_take_lasting(path: &Path) -> io::Result<Option<HeldLock>> {
+        HeldLock::try_take_as(path, true)
+    }
+
+    fn try_take_as(path: &Path, lasting: bool) -> io::Result<Option<HeldLock>> {
         for _ in 0..LOCK_TRIES {
             let file = open(path)?;
             match file.try_lock() {
@@ -56,6 +73,7 @@ impl HeldLock {
                     return Ok(Some(HeldLock {
                         file: Some(file),
                         path: path.to_path_buf(),
+                        lasting,
                     }));
                 }
                 // Locked a file its holder deleted as it let go: open the path afresh.
@@ -83,33 +101,39 @@ impl HeldLock {
             pause = (pause * 2).min(Duration::from_millis(20));
         }
     }
-
-    /// Takes `path`'s lock, blocking this (non-async) thread for at most `wait`; `None`
-    /// when it was still held then.
-    pub(crate) fn take_blocking(path: &Path, wait: Duration) -> io::Result<Option<HeldLock>> {
-        let started = std::time::Instant::now();
-        let mut pause = Duration::from_micros(200);
-        loop {
-            if let Some(held) = HeldLock::try_take(path)? {
-                return Ok(Some(held));
-            }
-            if started.elapsed() >= wait {
-                return Ok(None);
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(20));
-        }
-    }
 }
 
 impl Drop for HeldLock {
     fn drop(&mut self) {
         if let Some(file) = self.file.take() {
             // Deleted while still held, so nobody can take a lock on it that counts.
-            if still_named(&file, &self.path) {
+            if !self.lasting && still_named(&file, &self.path) {
                 let _ = fs::remove_file(&self.path);
             }
             drop(file);
+        }
+    }
+}
+
+/// A lock held on a file that stays (one of a fixed set); released on drop.
+#[derive(Debug)]
+pub(crate) struct Held(#[allow(dead_code)] File);
+
+/// Takes the lock of the lasting file `path` (creating it), blocking this (non-async)
+/// thread for at most `wait`; `None` when it was still held then.
+pub(crate) fn take_blocking(path: &Path, wait: Duration) -> io::Result<Option<Held>> {
+    let file = open(path)?;
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_micros(200);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(Some(Held(file))),
+            Err(TryLockError::WouldBlock) if started.elapsed() < wait => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+            Err(TryLockError::WouldBlock) => return Ok(None),
+            Err(TryLockError::Error(e)) => return Err(e),
         }
     }
 }
@@ -140,15 +164,15 @@ mod tests {
     fn a_blocking_take_waits_for_the_holder_and_gives_up_at_its_limit() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.lock");
-        let held = HeldLock::try_take(&path).unwrap().unwrap();
+        let held = take_blocking(&path, Duration::ZERO).unwrap().unwrap();
         assert!(
-            HeldLock::take_blocking(&path, Duration::from_millis(30))
+            take_blocking(&path, Duration::from_millis(30))
                 .unwrap()
                 .is_none()
         );
         let p = path.clone();
         let waiter = std::thread::spawn(move || {
-            HeldLock::take_blocking(&p, Duration::from_secs(10))
+            take_blocking(&p, Duration::from_secs(10))
                 .unwrap()
                 .is_some()
         });

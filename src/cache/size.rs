@@ -1,37 +1,39 @@
 //! What the cache costs on disk, and the cap that keeps it there: whole entries are evicted,
 //! least recently fetched first, when a write passes `--cache-max-bytes`.
 //!
-//! Measuring the directory costs a `stat` per file, so a write does not always measure it:
-//! while the size this process last measured, plus what it wrote since, stays under three
-//! quarters of the cap, and for at most [`WRITES_UNMEASURED`] writes, the write is only
-//! counted. Nearer the cap every write measures, under an advisory lock on `.evict.lock`
-//! (one process evicts at a time; each waits its turn), so the cap holds when the writers
-//! are done. An entry goes metadata first, then its
-//! bodies, under the entry's lock and only if it is still the entry that was listed, so a
-//! reader meets a whole entry or a miss, and another process's just-written entry stays. A
-//! body no metadata names (a writer between its two renames) is kept through its grace
-//! period and counted meanwhile.
+//! Measuring the directory costs a `stat` per file, so a write never measures it: every
+//! process adds what it writes to one shared count (`size.json`, changed under an advisory
+//! lock on `.evict.lock`), and only a count past the cap — or one older than an hour, or
+//! missing — is checked against the directory itself. A measured cache over its cap is
+//! brought down to seven eighths of it, so the next measurement waits for an eighth of the
+//! cap in new writes: a write costs the same with ten entries as with a hundred thousand.
+//! An entry goes metadata first, then its bodies, under the entry's lock and only if it is
+//! still the entry that was listed, so a reader meets a whole entry or a miss, and another
+//! process's just-written entry stays. A body no metadata names (a writer between its two
+//! renames) is kept through its grace period and counted meanwhile.
 
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::{Cache, Meta, SUPERSEDED_BODY_GRACE};
+use serde::{Deserialize, Serialize};
+
+use super::{Cache, Meta, SUPERSEDED_BODY_GRACE, now_ms};
 
 /// The default cap on the cache's bytes on disk: 1 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 
-/// Writes counted without measuring the directory, at most, between two measurements.
-const WRITES_UNMEASURED: u32 = 32;
+/// How old the shared count may be before a write checks it against the directory.
+const REMEASURE_AFTER: Duration = Duration::from_secs(3600);
 
-/// The cache's size as this process last measured it, and what it wrote since.
-#[derive(Debug, Default)]
-pub(crate) struct Known {
-    /// Bytes at the last measurement plus bytes written since (`None`: never measured).
-    bytes: Option<u64>,
-    /// Writes since the last measurement.
-    writes: u32,
+/// The shared count of the cache's bytes on disk.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Counted {
+    /// Bytes on disk, as counted.
+    bytes: u64,
+    /// When the directory itself was last measured (Unix ms).
+    measured_ms: u64,
 }
 
 /// One feed's files as found on disk.
@@ -93,24 +95,53 @@ impl Cache {
         out
     }
 
-    /// Brings the cache under its cap after the entry `keep` was written: evicts whole
-    /// entries, least recently fetched first, never `keep`; sweeps orphan bodies past their
-    /// grace. Returns the feed URLs evicted.
-    pub(crate) fn enforce_cap(&self, keep: &str, written: u64) -> Vec<String> {
+    fn counter_path(&self) -> PathBuf {
+        self.dir.join("size.json")
+    }
+
+    fn read_count(&self) -> Option<Counted> {
+        let raw = fs::read(self.counter_path()).ok()?;
+        serde_json::from_slice(&raw).ok()
+    }
+
+    /// Writes the count in place (under `.evict.lock`, so no reader sees it half-written
+    /// but after a crash, when it does not parse and is measured afresh).
+    fn write_count(&self, c: Counted) {
+        use std::io::Write;
+        let Ok(json) = serde_json::to_vec(&c) else {
+            return;
+        };
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(self.counter_path());
+        if let Ok(mut file) = file {
+            let _ = file.write_all(&json);
+        }
+    }
+
+    /// Measures the directory and records it as the shared count (after a clear).
+    pub(crate) fn recount(&self) {
+        let Ok(lock) = fs::File::create(self.dir.join(".evict.lock")) else {
+            return;
+        };
+        if lock.lock().is_ok() {
+            self.write_count(Counted {
+                bytes: dir_bytes(&self.dir),
+                measured_ms: now_ms(),
+            });
+        }
+    }
+
+    /// Counts a write of `written` bytes that freed `freed` (superseded bodies swept), and
+    /// brings the cache under its cap when the count passes it: evicts whole entries, least
+    /// recently fetched first, never `keep`, down to seven eighths of the cap. Returns the
+    /// feed URLs evicted.
+    pub(crate) fn enforce_cap(&self, keep: &str, written: u64, freed: u64) -> Vec<String> {
         let Some(max) = self.max_bytes.filter(|m| *m > 0) else {
             return Vec::new();
         };
-        {
-            let mut known = self.size.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(bytes) = known.bytes
-                && bytes.saturating_add(written) <= max - max / 4
-                && known.writes < WRITES_UNMEASURED
-            {
-                known.bytes = Some(bytes + written);
-                known.writes += 1;
-                return Vec::new();
-            }
-        }
         let lock_path = self.dir.join(".evict.lock");
         let Ok(lock) = fs::File::create(&lock_path) else {
             return Vec::new();
@@ -118,16 +149,31 @@ impl Cache {
         if lock.lock().is_err() {
             return Vec::new();
         }
-        let mut total = dir_bytes(&self.dir);
-        let evicted = if total > max {
-            self.evict(keep, max, &mut total)
-        } else {
-            Vec::new()
+        let now = now_ms();
+        let fresh = self
+            .read_count()
+            .filter(|c| now.saturating_sub(c.measured_ms) < REMEASURE_AFTER.as_millis() as u64);
+        let mut count = match fresh {
+            Some(c) => Counted {
+                bytes: (c.bytes + written).saturating_sub(freed),
+                ..c
+            },
+            None => Counted {
+                bytes: dir_bytes(&self.dir),
+                measured_ms: now,
+            },
         };
-        *self.size.lock().unwrap_or_else(|e| e.into_inner()) = Known {
-            bytes: Some(total),
-            writes: 0,
-        };
+        let mut evicted = Vec::new();
+        if count.bytes > max {
+            count = Counted {
+                bytes: dir_bytes(&self.dir),
+                measured_ms: now,
+            };
+            if count.bytes > max {
+                evicted = self.evict(keep, max - max / 8, &mut count.bytes);
+            }
+        }
+        self.write_count(count);
         drop(lock);
         evicted
     }
@@ -218,24 +264,34 @@ mod tests {
         cache.store(&req, &Payload::from(vec![b'x'; len])).unwrap();
     }
 
-    fn writes_unmeasured(cache: &Cache) -> u32 {
-        cache.size.lock().unwrap().writes
+    fn count(cache: &Cache) -> u64 {
+        cache.read_count().unwrap().bytes
     }
 
     #[test]
-    fn far_below_the_cap_writes_are_counted_and_near_it_each_one_measures() {
+    fn writes_are_counted_and_only_a_count_past_the_cap_measures() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap().with_max_bytes(100_000);
         store(&cache, "http://a/0", 10_000);
-        assert_eq!(writes_unmeasured(&cache), 0, "the first write measures");
+        let first = count(&cache);
+        // The first write measures (all but the count's own file, written after).
+        assert!(first > 10_000 && first <= dir_bytes(dir.path()), "{first}");
+        // Bytes that are not the cache's own: no write sees them until a measurement.
+        fs::write(dir.path().join("feeds").join("stray"), vec![b'x'; 50_000]).unwrap();
         store(&cache, "http://a/1", 10_000);
-        store(&cache, "http://a/2", 10_000);
-        assert_eq!(writes_unmeasured(&cache), 2);
-        // Past three quarters of the cap (by what was counted), every write measures.
-        for i in 3..12 {
+        assert!(
+            count(&cache) < dir_bytes(dir.path()),
+            "counted, not measured"
+        );
+        // Past the cap, the directory is measured and brought to 7/8 of the cap.
+        for i in 2..12 {
             store(&cache, &format!("http://a/{i}"), 10_000);
         }
-        assert_eq!(writes_unmeasured(&cache), 0);
-        assert!(dir_bytes(dir.path()) <= 100_000);
+        assert!(
+            dir_bytes(dir.path()) <= 100_000,
+            "{}",
+            dir_bytes(dir.path())
+        );
+        assert!(count(&cache) <= 100_000);
     }
 }

@@ -5,19 +5,27 @@
 //! - `NAME.json`: the state, replaced whole through a temporary file and a rename, so a
 //!   reader never sees it torn;
 //! - `NAME.state.lock`: held (an OS advisory lock) for the length of one read-modify-write;
-//! - `NAME.send.I.lock`, one per permit of `HOST_MAX_CONCURRENCY`: held by the request that
-//!   is sending. The kernel releases an advisory lock when its process dies, so a crashed
-//!   or killed process never wedges a host.
+//! - `send-BBB-I.lock`: send slot I (one per permit of `HOST_MAX_CONCURRENCY`) of the hosts
+//!   whose key hashes to bucket `BBB` (one of 4,096), held by the request that is sending.
+//!   A process holding a bucket for one host sends to another host of the same bucket
+//!   under the same lock (other processes are kept off both, which is what the lock is
+//!   for); two processes meet on a bucket only when they send to two such hosts at once,
+//!   and then one waits for the other's send. The kernel releases an advisory lock when
+//!   its process dies, so a crashed or killed process never wedges a host.
 //!
-//! Lock files exist only while they are held: a holder deletes its lock file before it
-//! lets go, and a lock counts only while its path still names the file that was locked (a
-//! process that locked a file just deleted lets go and tries again). So a thousand hosts
-//! tried leave no thousand files; a lock file left by a killed process is removed by
-//! `rss hosts clear` and `rss cache clear` (see `FileStore::tidy_now`).
+//! The state lock exists only while it is held: its holder deletes it before letting go,
+//! and a lock counts only while its path still names the file that was locked (a process
+//! that locked a file just deleted lets go and tries again). Send-slot files are a fixed
+//! set that stays (a file created and deleted per send costs the file system far more
+//! than the send: each new file scans past the recently deleted ones). So a thousand hosts
+//! tried leave no thousand files; `rss hosts clear` and `rss cache clear` remove the lock
+//! files nobody holds (see `FileStore::tidy_now`).
 
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -37,6 +45,38 @@ pub(crate) struct FileStore {
     dir: PathBuf,
     /// This machine's wall clock moved by this much (a test knob; 0 otherwise).
     skew_ms: i64,
+    /// The send-slot buckets this process holds, shared by its sends to different hosts.
+    buckets: Arc<Mutex<HashMap<PathBuf, Weak<HeldLock>>>>,
+    /// The (host, slot) pairs this process is sending on: one send per slot of a host.
+    sending: Arc<Mutex<HashSet<(HostKey, usize)>>>,
+}
+
+/// Send-slot buckets.
+const BUCKETS: u16 = 4096;
+
+/// A send slot held for one host: the bucket's lock (shared with this process's sends to
+/// other hosts of the bucket) and the slot's place among this process's sends.
+struct SlotLease {
+    _bucket: Arc<HeldLock>,
+    key: (HostKey, usize),
+    sending: Arc<Mutex<HashSet<(HostKey, usize)>>>,
+}
+
+impl Drop for SlotLease {
+    fn drop(&mut self) {
+        lock(&self.sending).remove(&self.key);
+    }
+}
+
+impl Held for SlotLease {
+    fn release(self: Box<Self>) -> BoxFuture<'static, ()> {
+        drop(self);
+        Box::pin(async {})
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
@@ -79,6 +119,8 @@ impl FileStore {
         Ok(FileStore {
             dir: dir.to_path_buf(),
             skew_ms,
+            buckets: Arc::default(),
+            sending: Arc::default(),
         })
     }
 
@@ -159,13 +201,41 @@ impl FileStore {
         })
     }
 
+    fn bucket(host: &HostKey) -> u16 {
+        let d = Sha256::digest(host.as_str().as_bytes());
+        u16::from_be_bytes([d[0], d[1]]) % BUCKETS
+    }
+
     fn try_lease_now(&self, host: &HostKey, slots: usize) -> Result<Option<Lease>, StoreError> {
-        let name = Self::name(host);
+        let bucket = Self::bucket(host);
+        let mut buckets = lock(&self.buckets);
+        let mut sending = lock(&self.sending);
         for i in 0..slots.max(1) {
-            let path = self.dir.join(format!("{name}.send.{i}.lock"));
-            if let Some(held) = HeldLock::try_take(&path).map_err(|e| lock_error(e, &path))? {
-                return Ok(Some(Lease::new(held)));
+            let key = (host.clone(), i);
+            if sending.contains(&key) {
+                continue;
             }
+            let path = self.dir.join(format!("send-{bucket:03x}-{i}.lock"));
+            let held = match buckets.get(&path).and_then(Weak::upgrade) {
+                Some(held) => held,
+                None => {
+                    match HeldLock::try_take_lasting(&path).map_err(|e| lock_error(e, &path))? {
+                        Some(h) => {
+                            let h = Arc::new(h);
+                            buckets.retain(|_, w| w.strong_count() > 0);
+                            buckets.insert(path, Arc::downgrade(&h));
+                            h
+                        }
+                        None => continue,
+                    }
+                }
+            };
+            sending.insert(key.clone());
+            return Ok(Some(Lease::new(SlotLease {
+                _bucket: held,
+                key,
+                sending: self.sending.clone(),
+            })));
         }
         Ok(None)
     }
@@ -339,7 +409,6 @@ mod tests {
         let second = store.try_lease(&a, 2).await.unwrap();
         assert!(first.is_some() && second.is_some());
         assert!(store.try_lease(&a, 2).await.unwrap().is_none());
-        assert_eq!(files(dir.path()).len(), 2);
         first.unwrap().release().await;
         assert!(store.try_lease(&a, 2).await.unwrap().is_some());
         // Another host is not affected.
@@ -351,21 +420,57 @@ mod tests {
                 .is_some()
         );
         drop(second);
-        assert!(files(dir.path()).is_empty(), "{:?}", files(dir.path()));
+        // The slots' files are a fixed set, there for the next send.
+        assert!(files(dir.path()).len() <= 3, "{:?}", files(dir.path()));
+    }
+
+    #[tokio::test]
+    async fn another_process_is_kept_off_every_host_of_a_held_bucket() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = FileStore::open(dir.path(), 0).unwrap();
+        let theirs = FileStore::open(dir.path(), 0).unwrap();
+        // Two hosts of one bucket.
+        let a = key("a.test:80");
+        let b = (0..100_000)
+            .map(|i| key(&format!("h{i}.test:80")))
+            .find(|k| FileStore::bucket(k) == FileStore::bucket(&a))
+            .unwrap();
+        let on_a = mine.try_lease(&a, 1).await.unwrap().unwrap();
+        // This process sends to the other host of the bucket at the same time...
+        let on_b = mine.try_lease(&b, 1).await.unwrap();
+        assert!(on_b.is_some());
+        // ...and another process is kept off both until both sends end.
+        assert!(theirs.try_lease(&a, 1).await.unwrap().is_none());
+        assert!(theirs.try_lease(&b, 1).await.unwrap().is_none());
+        drop(on_a);
+        assert!(theirs.try_lease(&b, 1).await.unwrap().is_none());
+        drop(on_b);
+        let their_b = theirs.try_lease(&b, 1).await.unwrap();
+        assert!(their_b.is_some());
+        assert!(
+            mine.try_lease(&a, 1).await.unwrap().is_none(),
+            "the other process holds the bucket now"
+        );
+        drop(their_b);
+        // One host's slot is one send, in this process too.
+        let first = mine.try_lease(&a, 1).await.unwrap();
+        assert!(first.is_some());
+        assert!(mine.try_lease(&a, 1).await.unwrap().is_none());
     }
 
     #[tokio::test]
     async fn tidy_removes_lock_files_nobody_holds_and_keeps_held_ones() {
         let dir = tempfile::tempdir().unwrap();
         let store = FileStore::open(dir.path(), 0).unwrap();
-        // Left behind by a killed process: a file nobody holds.
+        // Left behind: files nobody holds.
         for i in 0..5 {
-            fs::write(dir.path().join(format!("h{i}-00000000.send.0.lock")), b"").unwrap();
+            fs::write(dir.path().join(format!("send-00{i}-0.lock")), b"").unwrap();
         }
         let held = store.try_lease(&key("busy.test:80"), 1).await.unwrap();
         store.tidy().await.unwrap();
         assert_eq!(files(dir.path()).len(), 1);
         drop(held);
+        store.tidy().await.unwrap();
         assert!(files(dir.path()).is_empty());
     }
 

@@ -136,6 +136,8 @@ impl StoredHost {
             .and_then(StoredHost::lapses_ms)
             .unwrap_or(0)
             .max(clock.wall_ms.saturating_add(ms(p.warm_window)));
+        // Newer than what it replaces, even within the same millisecond.
+        let at = replaced.map_or(clock.wall_ms, |r| clock.wall_ms.max(r.updated_ms + 1));
         StoredHost {
             host: host.as_str().to_owned(),
             next_allowed_ms: None,
@@ -146,7 +148,7 @@ impl StoredHost {
             floor_until_ms: None,
             last_admitted_ms: None,
             last_status: None,
-            updated_ms: clock.wall_ms,
+            updated_ms: at,
             cleared_until_ms: Some(until),
         }
     }

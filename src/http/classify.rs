@@ -124,6 +124,11 @@ pub(super) fn classify(e: &reqwest::Error) -> NetworkKind {
 
 /// Parses a `Retry-After` value: delta-seconds, or an HTTP-date relative to `now`. A past
 /// or unparsable value is `None`.
+///
+/// An HTTP-date names a whole second: a server that says "now + 2 s" and formats it has
+/// cut the fraction off, so the date can come out up to a second early. The wait is
+/// rounded up to whole seconds, which gives back the server's own delta (a retry sent at
+/// the bare date would be refused, and spacing by it would be too tight).
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
@@ -132,7 +137,9 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
         ));
     }
     let at = httpdate::parse_http_date(value).ok()?;
-    at.duration_since(now).ok().filter(|d| !d.is_zero())
+    let ahead = at.duration_since(now).ok().filter(|d| !d.is_zero())?;
+    let secs = ahead.as_secs() + u64::from(ahead.subsec_nanos() > 0);
+    Some(Duration::from_secs(secs))
 }
 
 #[cfg(test)]
@@ -154,6 +161,12 @@ mod tests {
         );
         let past = httpdate::fmt_http_date(now - Duration::from_secs(90));
         assert_eq!(parse_retry_after(&past, now), None);
+        // A date a server cut to the second: the fraction it lost is given back.
+        let just_after = now + Duration::from_millis(240);
+        assert_eq!(
+            parse_retry_after(&later, just_after),
+            Some(Duration::from_secs(90))
+        );
         assert_eq!(parse_retry_after("soon", now), None);
         assert_eq!(parse_retry_after("-5", now), None);
         assert_eq!(parse_retry_after("", now), None);

@@ -402,8 +402,9 @@ impl Client {
                     Err(t) => return Err(gate_refusal(t, Some(status), retry_after_raw)),
                 }
             }
-            // A 403 that persists is a block, not a window; 429 and 503 ask for a wait.
-            if status == StatusCode::FORBIDDEN {
+            // A 403 that persists is a block, not a window, unless it says when to come
+            // back; 429 and 503 ask for a wait.
+            if status == StatusCode::FORBIDDEN && retry_after_raw.is_none() {
                 return Err(Error::HttpStatus {
                     status: status.as_u16(),
                     url: url.to_string(),
