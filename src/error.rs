@@ -66,6 +66,36 @@ pub enum ErrorCode {
         message = "too big: follow details.suggested_limit or suggested_max_content_chars"
     )]
     ResponseTooLarge,
+    /// The page serves a feed, not an article.
+    #[strum(
+        serialize = "NOT_AN_ARTICLE",
+        message = "the URL serves a feed, not an article; read it with fetch_feed"
+    )]
+    NotAnArticle,
+    /// The page is not HTML (a PDF, an image, audio, video, ...).
+    #[strum(
+        serialize = "UNSUPPORTED_CONTENT",
+        message = "the URL serves something other than a web page (details.content_type)"
+    )]
+    UnsupportedContent,
+    /// The page has no readable article (an index page, a login wall).
+    #[strum(
+        serialize = "NO_READABLE_CONTENT",
+        message = "the page has no readable article (details.title names the page)"
+    )]
+    NoReadableContent,
+    /// The site's robots.txt disallows the page for us.
+    #[strum(
+        serialize = "ROBOTS_DISALLOWED",
+        message = "the site's robots.txt disallows reading this page (details.rule)"
+    )]
+    RobotsDisallowed,
+    /// A page's origin answered with an HTTP error status.
+    #[strum(
+        serialize = "PAGE_FETCH_FAILED",
+        message = "the page's origin answered with an error status (details.http_status)"
+    )]
+    PageFetchFailed,
     /// A local file could not be read or written.
     #[strum(
         serialize = "IO_ERROR",
@@ -235,6 +265,42 @@ pub enum Error {
         /// A `max_content_chars` that, given alone, makes the result fit (`None`: none does).
         suggested_max_content_chars: Option<usize>,
     },
+    /// The page serves a feed, not an article.
+    #[error("{url} serves a feed ({format}), not an article: read it with `rss fetch` (MCP: fetch_feed)")]
+    NotAnArticle {
+        /// The page.
+        url: String,
+        /// rss, rdf, atom or json.
+        format: String,
+    },
+    /// The page is not HTML.
+    #[error("{url} serves {content_type}, not a web page")]
+    UnsupportedContent {
+        /// The page.
+        url: String,
+        /// What it serves (from the header, or from its first bytes).
+        content_type: String,
+    },
+    /// The page has no readable article.
+    #[error("{url} has no readable article{}", title.as_deref().map(|t| format!(" (the page is titled {t:?})")).unwrap_or_default())]
+    NoReadableContent {
+        /// The page.
+        url: String,
+        /// The page's title, if it has one.
+        title: Option<String>,
+    },
+    /// The site's robots.txt disallows the page for us.
+    #[error("{robots_url} disallows {url} for us ({reason})")]
+    RobotsDisallowed {
+        /// The page.
+        url: String,
+        /// The robots.txt consulted.
+        robots_url: String,
+        /// The rule that matched (`Disallow: /private`), if one did.
+        rule: Option<String>,
+        /// Why: the rule, or that robots.txt could not be read.
+        reason: String,
+    },
     /// A local file operation failed.
     #[error("{action} {}: {source}", path.display())]
     Io {
@@ -379,6 +445,10 @@ impl Error {
             Error::TooLarge { .. } | Error::OverBudget { .. } => ErrorCode::ResponseTooLarge,
             Error::Io { .. } | Error::Listen { .. } | Error::HostStore(_) => ErrorCode::Io,
             Error::NotFound { .. } => ErrorCode::NotFound,
+            Error::NotAnArticle { .. } => ErrorCode::NotAnArticle,
+            Error::UnsupportedContent { .. } => ErrorCode::UnsupportedContent,
+            Error::NoReadableContent { .. } => ErrorCode::NoReadableContent,
+            Error::RobotsDisallowed { .. } => ErrorCode::RobotsDisallowed,
             Error::Interrupted { .. } => ErrorCode::Interrupted,
             Error::Internal { .. } | Error::ClientSetup(_) => ErrorCode::Internal,
         }
@@ -409,6 +479,19 @@ impl Error {
                 "host": host,
             }),
             Error::TooLarge { limit, .. } => json!({ "limit_bytes": limit }),
+            Error::NotAnArticle { format, .. } => json!({
+                "format": format,
+                "hint": "rss fetch / fetch_feed reads feeds",
+            }),
+            Error::UnsupportedContent { content_type, .. } => {
+                json!({ "content_type": content_type })
+            }
+            Error::NoReadableContent { title, .. } => {
+                json!({ "title": title, "readerable": false })
+            }
+            Error::RobotsDisallowed {
+                robots_url, rule, ..
+            } => json!({ "robots_url": robots_url, "rule": rule }),
             Error::OverBudget {
                 estimated_tokens,
                 budget_tokens,
@@ -440,6 +523,16 @@ impl Error {
             Value::Object(map) => map,
             _ => Map::new(),
         }
+    }
+
+    /// This error as a page's error object (`rss article`): named by its `url`, and an
+    /// HTTP error status is a page's (`PAGE_FETCH_FAILED`), not a feed's.
+    pub fn to_page_object(&self, url: Option<&str>) -> crate::model::PageError {
+        let mut obj: crate::model::PageError = self.to_object(url).into();
+        if self.code() == ErrorCode::FeedFetchFailed {
+            obj.code = ErrorCode::PageFetchFailed.as_str().to_owned();
+        }
+        obj
     }
 
     /// This error as the contract's error object; every echoed input is cut to

@@ -66,6 +66,12 @@ pub mod internals {
     pub use crate::config::parse_duration;
     pub use crate::discover::find_feeds;
     pub use crate::feed::{item_id, parse_since, process};
+
+    /// The words of `html` on one line (tags dropped, entities decoded), as the extraction
+    /// benchmark scores them.
+    pub fn html_to_plain(html: &str) -> String {
+        crate::feed::render::to_plain(html)
+    }
     pub use crate::http::parse_retry_after;
     pub use crate::inputs::{list_lines, merge, opml_urls};
 }

@@ -217,12 +217,49 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The file cache.
+/// What a cache entry holds; each kind has its own folder (`rss show` never reads a page
+/// as a feed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// A feed (`feeds/`).
+    Feed,
+    /// A page read as an article (`pages/`).
+    Page,
+    /// A robots.txt (`robots/`).
+    Robots,
+}
+
+impl Kind {
+    /// Every kind.
+    pub const ALL: [Kind; 3] = [Kind::Feed, Kind::Page, Kind::Robots];
+
+    /// The kind's folder under the cache directory.
+    fn dir_name(self) -> &'static str {
+        match self {
+            Kind::Feed => "feeds",
+            Kind::Page => "pages",
+            Kind::Robots => "robots",
+        }
+    }
+
+    /// The kind as `rss cache list` names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Feed => "feed",
+            Kind::Page => "page",
+            Kind::Robots => "robots",
+        }
+    }
+}
+
+/// The file cache (one kind of entry at a time: [`Cache::of`] gives another kind's).
 #[derive(Debug, Clone)]
 pub struct Cache {
     dir: PathBuf,
     /// The cap on bytes on disk (`None` or 0: no cap).
     max_bytes: Option<u64>,
+    /// The kind of entry this handle reads and writes.
+    kind: Kind,
 }
 
 fn key(feed_url: &str) -> String {
@@ -234,9 +271,12 @@ fn key(feed_url: &str) -> String {
 impl Cache {
     /// Opens (creating) the cache in `dir`; an error if it cannot be written.
     pub fn open(dir: &Path) -> Result<Cache> {
-        let feeds = dir.join("feeds");
-        fs::create_dir_all(&feeds)
-            .map_err(|e| Error::io("cannot create the cache directory", &feeds, e))?;
+        for kind in Kind::ALL {
+            let sub = dir.join(kind.dir_name());
+            fs::create_dir_all(&sub)
+                .map_err(|e| Error::io("cannot create the cache directory", &sub, e))?;
+        }
+        let feeds = dir.join(Kind::Feed.dir_name());
         let probe = tempfile::NamedTempFile::new_in(&feeds)
             .map_err(|e| Error::io("cannot write in the cache directory", &feeds, e))?;
         drop(probe);
@@ -246,7 +286,16 @@ impl Cache {
         Ok(Cache {
             dir: dir.to_path_buf(),
             max_bytes: Some(DEFAULT_MAX_BYTES),
+            kind: Kind::Feed,
         })
+    }
+
+    /// The same cache, reading and writing entries of `kind`.
+    pub fn of(&self, kind: Kind) -> Cache {
+        Cache {
+            kind,
+            ..self.clone()
+        }
     }
 
     /// This cache with a cap of `max` bytes on disk (0: no cap).
@@ -266,7 +315,7 @@ impl Cache {
     }
 
     fn feeds(&self) -> PathBuf {
-        self.dir.join("feeds")
+        self.dir.join(self.kind.dir_name())
     }
 
     fn meta_path(&self, feed_url: &str) -> PathBuf {
@@ -478,17 +527,18 @@ impl Cache {
         write_atomic(&self.meta_path(&meta.feed_url), &Payload::from(json))
     }
 
-    /// Every entry's metadata with its bytes on disk (metadata, current body and bodies
-    /// awaiting their sweep), unreadable ones as warnings, sorted by feed URL; and the bytes
-    /// of the whole cache directory (host state included).
+    /// Every entry's metadata (of every kind) with its bytes on disk (metadata, current body
+    /// and bodies awaiting their sweep), unreadable ones as warnings, sorted by kind and
+    /// URL; and the bytes of the whole cache directory (host state included).
     pub fn list(&self) -> (Vec<(Meta, CacheEntryInfo)>, Vec<String>, u64) {
         let mut out = Vec::new();
         let mut warnings = Vec::new();
-        for (_, entry) in self.on_disk() {
+        for ((kind, _), entry) in self.on_disk() {
             let disk_bytes = entry.bytes();
             match entry.meta {
                 Some(meta) => {
                     let info = CacheEntryInfo {
+                        kind: kind.as_str().to_owned(),
                         feed_url: meta.feed_url.clone(),
                         fetched_at: meta.fetched_at.clone(),
                         bytes: meta.body_len,
@@ -509,7 +559,7 @@ impl Cache {
                 }
             }
         }
-        out.sort_by(|a, b| a.0.feed_url.cmp(&b.0.feed_url));
+        out.sort_by(|a, b| (&a.1.kind, &a.0.feed_url).cmp(&(&b.1.kind, &b.0.feed_url)));
         (out, warnings, size::dir_bytes(&self.dir))
     }
 
@@ -519,14 +569,14 @@ impl Cache {
     pub fn clear(&self, older_than: Option<Duration>) -> Result<usize> {
         let now = Utc::now();
         let mut removed = 0;
-        for (key, entry) in self.on_disk() {
+        for ((kind, key), entry) in self.on_disk() {
             size::remove_unnamed_past_grace(&entry);
             let Some(listed) = entry.meta.as_ref() else {
                 continue;
             };
             let old_enough =
                 older_than.is_none_or(|limit| listed.age(now).is_none_or(|age| age >= limit));
-            if old_enough && self.remove_entry_if_unchanged(&key, listed)? > 0 {
+            if old_enough && self.of(kind).remove_entry_if_unchanged(&key, listed)? > 0 {
                 removed += 1;
             }
         }

@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Cache, Meta, SUPERSEDED_BODY_GRACE, now_ms};
+use super::{Cache, Kind, Meta, SUPERSEDED_BODY_GRACE, now_ms};
 
 /// The default cap on the cache's bytes on disk: 1 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
@@ -67,11 +67,19 @@ pub(crate) fn dir_bytes(dir: &Path) -> u64 {
 }
 
 impl Cache {
-    /// Every entry's files, by key (the first 32 hex digits of each file name).
-    pub(crate) fn on_disk(&self) -> HashMap<String, OnDisk> {
-        let mut out: HashMap<String, OnDisk> = HashMap::new();
+    /// Every entry's files, of every kind, by kind and key (the first 32 hex digits of
+    /// each file name).
+    pub(crate) fn on_disk(&self) -> HashMap<(Kind, String), OnDisk> {
+        let mut out: HashMap<(Kind, String), OnDisk> = HashMap::new();
+        for kind in Kind::ALL {
+            self.of(kind).on_disk_into(kind, &mut out);
+        }
+        out
+    }
+
+    fn on_disk_into(&self, kind: Kind, out: &mut HashMap<(Kind, String), OnDisk>) {
         let Ok(dir) = fs::read_dir(self.feeds()) else {
-            return out;
+            return;
         };
         let now = SystemTime::now();
         for entry in dir.flatten() {
@@ -84,7 +92,7 @@ impl Cache {
             };
             let Ok(md) = entry.metadata() else { continue };
             let age = md.modified().ok().and_then(|t| now.duration_since(t).ok());
-            let slot = out.entry(key.to_owned()).or_default();
+            let slot = out.entry((kind, key.to_owned())).or_default();
             if name.ends_with(".json") {
                 slot.meta = fs::read(entry.path())
                     .ok()
@@ -92,7 +100,6 @@ impl Cache {
             }
             slot.files.push((entry.path(), md.len(), age));
         }
-        out
     }
 
     fn counter_path(&self) -> PathBuf {
@@ -180,7 +187,7 @@ impl Cache {
 
     /// Evicts entries (never `keep`) until `total` is within `max`; the feed URLs evicted.
     fn evict(&self, keep: &str, max: u64, total: &mut u64) -> Vec<String> {
-        let mut entries: Vec<(String, OnDisk)> = self.on_disk().into_iter().collect();
+        let mut entries: Vec<((Kind, String), OnDisk)> = self.on_disk().into_iter().collect();
         // Orphans first (no metadata, past grace), then the least recently fetched (ties,
         // within a second, by the metadata file's age).
         entries.sort_by_key(|(_, e)| {
@@ -202,12 +209,15 @@ impl Cache {
             if *total <= max {
                 break;
             }
-            if key == keep {
+            if key.0 == self.kind && key.1 == keep {
                 continue;
             }
             let mut freed = remove_unnamed_past_grace(&entry);
             if let Some(meta) = &entry.meta {
-                let gone = self.remove_entry_if_unchanged(&key, meta).unwrap_or(0);
+                let gone = self
+                    .of(key.0)
+                    .remove_entry_if_unchanged(&key.1, meta)
+                    .unwrap_or(0);
                 if gone > 0 {
                     tracing::info!(
                         feed_url = %meta.feed_url,

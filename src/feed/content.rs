@@ -138,6 +138,7 @@ pub(super) fn render_one(
         truncate_chars(s, max);
     }
     let item = Item {
+        article: None,
         id,
         id_source,
         guid: raw.guid,

@@ -46,6 +46,11 @@ pub struct Validators {
     pub last_modified: Option<String>,
 }
 
+/// What a caller will not read: given the `Content-Type` (if any) and the body's first
+/// bytes (empty before any arrived), the type to refuse the body as, or `None` to read on.
+/// A refused body is not read further (its connection is dropped).
+pub type Refuse = fn(Option<&str>, &[u8]) -> Option<String>;
+
 /// One GET to make.
 #[derive(Debug, Clone)]
 pub struct GetRequest {
@@ -58,6 +63,9 @@ pub struct GetRequest {
     pub deadline: Instant,
     /// The `Accept` header.
     pub accept: &'static str,
+    /// What the caller will not read (a page that is a PDF), checked on the headers and
+    /// the first bytes.
+    pub refuse: Option<Refuse>,
 }
 
 /// A response that was read completely.

@@ -52,8 +52,22 @@ fn is_loopback(url: &Url) -> bool {
     }
 }
 
-/// Reads the body, stopping (and dropping the connection) as soon as it passes `cap`.
-async fn read_capped(mut resp: reqwest::Response, url: &Url, cap: u64) -> Result<Payload> {
+/// Reads the body, stopping (and dropping the connection) as soon as it passes `cap`, or
+/// as soon as its first bytes show it is something `refuse` will not read.
+async fn read_capped(
+    mut resp: reqwest::Response,
+    url: &Url,
+    cap: u64,
+    refuse: Option<super::Refuse>,
+    content_type: Option<&str>,
+) -> Result<Payload> {
+    let refused = |ct: String| Error::UnsupportedContent {
+        url: url.to_string(),
+        content_type: ct,
+    };
+    if let Some(ct) = refuse.and_then(|r| r(content_type, &[])) {
+        return Err(refused(ct));
+    }
     if resp.content_length().is_some_and(|n| n > cap) {
         return Err(Error::TooLarge {
             what: "the response body".to_owned(),
@@ -61,12 +75,19 @@ async fn read_capped(mut resp: reqwest::Response, url: &Url, cap: u64) -> Result
         });
     }
     let mut body = Payload::default();
+    let mut sniffed = refuse.is_none();
     while let Some(chunk) = resp.chunk().await.map_err(|e| network_error(url, e))? {
         if body.len() as u64 + chunk.len() as u64 > cap {
             return Err(Error::TooLarge {
                 what: "the response body".to_owned(),
                 limit: cap,
             });
+        }
+        if !sniffed {
+            sniffed = true;
+            if let Some(ct) = refuse.and_then(|r| r(content_type, &chunk)) {
+                return Err(refused(ct));
+            }
         }
         body.extend_from_slice(&chunk);
     }
@@ -198,11 +219,19 @@ impl Client {
                 url: url.to_string(),
             });
         }
-        let body = read_capped(resp, url, self.inner.max_body_bytes).await;
-        let outcome = if body.is_ok() {
-            Outcome::Success
-        } else {
-            Outcome::Failed
+        let content_type = header_str(&headers, header::CONTENT_TYPE);
+        let body = read_capped(
+            resp,
+            url,
+            self.inner.max_body_bytes,
+            req.refuse,
+            content_type.as_deref(),
+        )
+        .await;
+        // The host answered; a body the caller refused is no failure of the host's.
+        let outcome = match &body {
+            Ok(_) | Err(Error::UnsupportedContent { .. }) => Outcome::Success,
+            Err(_) => Outcome::Failed,
         };
         self.ended(permit, outcome, Some(status), notes).await;
         Ok(Sent::Hop(Hop::Done(meta(body?, false))))

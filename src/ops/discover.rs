@@ -27,6 +27,7 @@ pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
                     validators: None,
                     deadline: ctx.client.deadline(),
                     accept: ACCEPT_PAGES,
+                    refuse: None,
                 })
                 .await;
             exchange = super::exchange_warnings(&input.feed_url, &mut ex);

@@ -1,18 +1,17 @@
 //! `fetch_feeds`: a batch of feeds through the cache, the gate and the parser.
 
 use crate::model::WarningCode;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use tokio::time::Instant;
 use url::Url;
 
-use super::{
-    CacheMode, Context, FetchOptions, compute, load_cached, not_modified, store_fresh, validators,
-};
-use crate::cache::{Entry, Meta};
-use crate::error::{Error, ErrorCode};
+use super::cached::{CachedGet, Got};
+use super::{Context, FetchOptions, compute};
+use crate::cache::{Entry, Kind};
+use crate::error::Error;
 use crate::feed::{self, Built, date};
 use crate::gate::HostKey;
-use crate::http::{ACCEPT_FEEDS, GetRequest};
+use crate::http::ACCEPT_FEEDS;
 use crate::inputs::{Input, Source};
 use crate::model::{
     FeedMeta, FeedResult, FeedStatus, FetchOutput, SCHEMA_VERSION, Truncation, Warning,
@@ -223,22 +222,6 @@ async fn from_entry(
     o
 }
 
-/// Whether an origin failure may be covered by a stale copy.
-fn stale_allowed(err: &Error) -> bool {
-    match err {
-        Error::HttpStatus { status, .. } => *status >= 500,
-        _ => matches!(err.code(), ErrorCode::RateLimited | ErrorCode::Network),
-    }
-}
-
-fn covers_since(meta: &Meta, since: Option<DateTime<Utc>>) -> bool {
-    match (since, meta.fetched_at()) {
-        (None, _) => true,
-        (Some(cut), Some(at)) => at >= cut,
-        (Some(_), None) => false,
-    }
-}
-
 async fn fetch_http(
     ctx: &Context,
     feed_url: &str,
@@ -246,32 +229,23 @@ async fn fetch_http(
     opts: &FetchOptions,
     deadline: Instant,
 ) -> FeedOutcome {
-    let cache = ctx.cache.as_ref().filter(|_| opts.cache != CacheMode::Off);
-    let (mut cached, corrupt) = load_cached(cache, feed_url).await;
-    // A fresh copy never reaches the gate. (A damaged entry is no copy, so nothing to warn.)
-    if let CacheMode::MaxAge(max) = opts.cache
-        && let Some(entry) = cached.take_if(|e| e.meta.age(Utc::now()).is_some_and(|age| age < max))
-    {
-        return from_entry(feed_url, entry, FeedStatus::Ok, opts).await;
-    }
-    let validators = validators(cached.as_ref());
-    let mut ex = ctx
-        .client
-        .get(GetRequest {
+    let f = ctx
+        .cached_get(CachedGet {
+            kind: Kind::Feed,
+            key: feed_url,
             url,
-            validators,
+            mode: opts.cache,
+            stale_if_error: opts.stale_if_error,
+            since: opts.selection.since,
             deadline,
             accept: ACCEPT_FEEDS,
+            refuse: None,
         })
         .await;
-    let store_notes = super::exchange_warnings(feed_url, &mut ex);
-    let mut o = match ex.result {
-        Ok(resp) if resp.not_modified => match not_modified(ctx, cached, &resp).await {
-            Ok(entry) => from_entry(feed_url, entry, FeedStatus::NotModified, opts).await,
-            Err(e) => FeedOutcome::failed(feed_url, &e),
-        },
-        Ok(resp) => {
-            let (resp, store_warning) = store_fresh(cache, feed_url, resp).await;
+    let mut o = match f.got {
+        Got::Cached(entry, status) => from_entry(feed_url, entry, status, opts).await,
+        Got::Stale(entry) => from_entry(feed_url, entry, FeedStatus::Stale, opts).await,
+        Got::Fresh(resp) => {
             let final_url = resp.final_url.to_string();
             let mut o = from_body(
                 feed_url,
@@ -282,37 +256,14 @@ async fn fetch_http(
             )
             .await;
             o.feed.final_url = Some(final_url);
-            if let Some(w) = store_warning {
-                o.warn(WarningCode::CacheWriteFailed, w);
-            }
             o
         }
-        Err(err) => match cached {
-            Some(entry)
-                if opts.stale_if_error
-                    && stale_allowed(&err)
-                    && covers_since(&entry.meta, opts.selection.since) =>
-            {
-                let when = entry.meta.fetched_at.clone();
-                let mut o = from_entry(feed_url, entry, FeedStatus::Stale, opts).await;
-                o.warn(
-                    WarningCode::ServedStale,
-                    format!(
-                        "served the copy cached at {when} because the origin failed: {} ({})",
-                        err,
-                        err.code().as_str()
-                    ),
-                );
-                o
-            }
-            _ => FeedOutcome::failed(feed_url, &err),
-        },
+        Got::Failed(err) => FeedOutcome::failed(feed_url, &err),
     };
-    o.feed.attempts = ex.attempts;
-    o.feed.gate_wait_ms = ex.gate_wait.as_millis() as u64;
-    o.warnings.extend(store_notes);
-    if let Some(msg) = corrupt {
-        o.warn(WarningCode::CacheEntryCorrupt, msg);
+    o.feed.attempts = f.attempts;
+    o.feed.gate_wait_ms = f.gate_wait.as_millis() as u64;
+    for (code, msg) in f.warnings {
+        o.warn(code, msg);
     }
     tracing::info!(
         feed_url,

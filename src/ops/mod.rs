@@ -2,6 +2,7 @@
 //! and is never forked into `cli` or `mcp`.
 
 pub mod budget;
+mod cached;
 mod discover;
 mod fetch;
 mod hosts;
@@ -11,11 +12,11 @@ mod show;
 use crate::model::WarningCode;
 use std::time::Duration;
 
-use crate::cache::{Cache, Entry, Lookup};
+use crate::cache::Cache;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::feed::{RenderOptions, Selection};
-use crate::http::{Client, Response, Validators};
+use crate::http::Client;
 use crate::model::{CacheListOutput, SCHEMA_VERSION, Warning};
 use crate::payload::Payload;
 
@@ -174,101 +175,6 @@ fn require_cache(ctx: &Context) -> Result<&Cache> {
                 .unwrap_or_else(|| "the cache is not available".to_owned()),
         )
     })
-}
-
-/// Looks `feed_url` up in `cache`, off the async threads; a damaged entry is a miss plus a
-/// warning message.
-async fn load_cached(cache: Option<&Cache>, feed_url: &str) -> (Option<Entry>, Option<String>) {
-    let Some(cache) = cache.cloned() else {
-        return (None, None);
-    };
-    let url = feed_url.to_owned();
-    match blocking(move || cache.load(&url)).await {
-        Ok(Lookup::Hit(e)) => (Some(*e), None),
-        Ok(Lookup::Miss) => (None, None),
-        Ok(Lookup::Corrupt(msg)) => (None, Some(format!("{msg}; fetching a fresh copy"))),
-        Err(e) => (None, Some(e.to_string())),
-    }
-}
-
-/// The conditional-request validators of a cached copy.
-fn validators(cached: Option<&Entry>) -> Option<Validators> {
-    cached.map(|e| Validators {
-        etag: e.meta.etag.clone(),
-        last_modified: e.meta.last_modified.clone(),
-    })
-}
-
-/// The cached copy a `304` confirmed, recorded as fresh as of now (with any new
-/// validators). A `304` without a copy is an error.
-async fn not_modified(ctx: &Context, cached: Option<Entry>, resp: &Response) -> Result<Entry> {
-    let entry = cached.ok_or_else(|| Error::HttpStatus {
-        status: 304,
-        url: resp.final_url.to_string(),
-    })?;
-    let Some(cache) = ctx.cache.clone() else {
-        return Ok(entry);
-    };
-    let meta = entry.meta.clone();
-    let (etag, lm) = (resp.etag.clone(), resp.last_modified.clone());
-    let received = resp.received_ms;
-    // `None` also when another process stored a newer body meanwhile: the entry is left to
-    // it, and this call serves the copy it validated.
-    let touched = blocking(move || {
-        cache
-            .touch(&meta, etag.as_deref(), lm.as_deref(), received)
-            .ok()
-    })
-    .await
-    .ok()
-    .flatten()
-    .flatten();
-    Ok(Entry {
-        meta: touched.unwrap_or(entry.meta),
-        body: entry.body,
-    })
-}
-
-/// Stores a fresh response as `feed_url`'s cache entry (when a cache is in use), off the
-/// async threads; gives the response back, with a warning when the write failed.
-async fn store_fresh(
-    cache: Option<&Cache>,
-    feed_url: &str,
-    resp: Response,
-) -> (Response, Option<String>) {
-    let Some(cache) = cache.cloned() else {
-        return (resp, None);
-    };
-    let feed_url = feed_url.to_owned();
-    let done = blocking(move || {
-        let req = crate::cache::StoreRequest {
-            feed_url: &feed_url,
-            final_url: resp.final_url.as_str(),
-            etag: resp.etag.as_deref(),
-            last_modified: resp.last_modified.as_deref(),
-            content_type: resp.content_type.as_deref(),
-            received_ms: resp.received_ms,
-        };
-        let warning = cache.store(&req, &resp.body).err().map(|e| e.to_string());
-        (resp, warning)
-    })
-    .await;
-    match done {
-        Ok(r) => r,
-        // The worker died holding the response: nothing to parse either.
-        Err(e) => (
-            Response {
-                final_url: url::Url::parse("about:blank").expect("a valid URL"),
-                not_modified: false,
-                body: Payload::default(),
-                content_type: None,
-                etag: None,
-                last_modified: None,
-                received_ms: 0,
-            },
-            Some(e.to_string()),
-        ),
-    }
 }
 
 /// Runs a blocking closure off the async threads.

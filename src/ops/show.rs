@@ -3,10 +3,12 @@
 use crate::model::WarningCode;
 use url::Url;
 
-use super::{Context, compute};
+use super::cached::{CachedGet, Got};
+use super::{CacheMode, Context, compute};
+use crate::cache::Kind;
 use crate::error::{Error, Result};
 use crate::feed::{self, RenderOptions};
-use crate::http::{ACCEPT_FEEDS, GetRequest};
+use crate::http::ACCEPT_FEEDS;
 use crate::inputs::{Source, classify};
 use crate::model::{Item, SCHEMA_VERSION, ShowOutput, Warning};
 use crate::payload::Payload;
@@ -73,62 +75,56 @@ pub async fn show_item(
         }
         Source::Http(url) => url,
     };
-    let (cached, corrupt) = super::load_cached(ctx.cache.as_ref(), &feed_url).await;
+    let feeds = ctx.cache.as_ref().map(|c| c.of(Kind::Feed));
+    let (cached, corrupt) = super::cached::load(feeds.as_ref(), &feed_url).await;
     if let Some(m) = corrupt {
         warn(WarningCode::CacheEntryCorrupt, m);
     }
-    if let Some(entry) = cached.as_ref().filter(|_| !opts.refresh) {
+    if let Some(entry) = cached.filter(|_| !opts.refresh) {
+        let fetched_at = entry.meta.fetched_at.clone();
         let src = FeedBody {
-            body: entry.body.clone(),
-            content_type: entry.meta.content_type.clone(),
             doc_url: Url::parse(&entry.meta.final_url).ok(),
+            content_type: entry.meta.content_type,
+            body: entry.body,
             from_cache: true,
-            fetched_at: Some(entry.meta.fetched_at.clone()),
+            fetched_at: Some(fetched_at.clone()),
         };
         if let Some(found) = search(&feed_url, src, key, opts.render).await? {
-            return Ok(output(
-                &feed_url,
-                found,
-                true,
-                Some(entry.meta.fetched_at.clone()),
-                warnings,
-            ));
+            return Ok(output(&feed_url, found, true, Some(fetched_at), warnings));
         }
     }
-    let mut ex = ctx
-        .client
-        .get(GetRequest {
+    let f = ctx
+        .cached_get(CachedGet {
+            kind: Kind::Feed,
+            key: &feed_url,
             url,
-            validators: super::validators(cached.as_ref()),
+            mode: CacheMode::Refresh,
+            stale_if_error: false,
+            since: None,
             deadline: ctx.client.deadline(),
             accept: ACCEPT_FEEDS,
+            refuse: None,
         })
         .await;
-    for w in super::exchange_warnings(&feed_url, &mut ex) {
-        warn(w.code, w.message);
+    for (code, msg) in f.warnings {
+        warn(code, msg);
     }
-    let resp = ex.result?;
-    let src = if resp.not_modified {
-        let entry = super::not_modified(ctx, cached, &resp).await?;
-        FeedBody {
+    let src = match f.got {
+        Got::Cached(entry, _) | Got::Stale(entry) => FeedBody {
             body: entry.body,
             content_type: entry.meta.content_type,
             doc_url: Url::parse(&entry.meta.final_url).ok(),
             from_cache: true,
             fetched_at: Some(entry.meta.fetched_at),
-        }
-    } else {
-        let (resp, store_warning) = super::store_fresh(ctx.cache.as_ref(), &feed_url, resp).await;
-        if let Some(w) = store_warning {
-            warn(super::WarningCode::CacheWriteFailed, w);
-        }
-        FeedBody {
+        },
+        Got::Fresh(resp) => FeedBody {
             body: resp.body,
             content_type: resp.content_type,
             doc_url: Some(resp.final_url),
             from_cache: false,
             fetched_at: Some(feed::date::format(&chrono::Utc::now())),
-        }
+        },
+        Got::Failed(e) => return Err(e),
     };
     finish(&feed_url, key, src, opts, warnings).await
 }

@@ -1,25 +1,9 @@
-//! The output contract: every type `rss` prints or returns over MCP.
-//!
-//! # Wire format
-//!
-//! `rss fetch --format json` prints one [`FetchOutput`]. `--format ndjson` prints one
-//! [`NdjsonItem`] a line; with `--ndjson-records` every line is an [`NdjsonRecord`] tagged
-//! by `type` (`item`, `error`, `summary`). `rss discover` prints a [`DiscoverOutput`],
-//! `rss show` a [`ShowOutput`], `rss cache list` a [`CacheListOutput`], `rss hosts` a
-//! [`HostsOutput`].
-//!
-//! Rules that hold for every type here:
-//! - optional fields serialize as `null`, never omitted (the generated schemas list every
-//!   property as required);
-//! - timestamps are UTC RFC 3339 (`2026-06-01T10:00:00Z`);
-//! - `code` strings are the stable part of an error; messages may change;
-//! - new fields may be added within a [`SCHEMA_VERSION`]; none is removed or renamed.
+//! The feed contract: `rss fetch`, its NDJSON lines, `rss discover` and `rss show`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The version of this contract; bumped only by an incompatible change.
-pub const SCHEMA_VERSION: &str = "1";
+use super::{ArticleResult, ErrorObject, Warning};
 
 /// The result of `rss fetch` (and of the MCP `fetch_feed` tool).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -164,6 +148,9 @@ pub struct Item {
     pub categories: Vec<String>,
     /// Attached media (RSS enclosures, Atom enclosure links, media:content, JSON attachments).
     pub enclosures: Vec<Enclosure>,
+    /// The page at `url` read as an article, when asked for (`--articles`, `articles: true`);
+    /// `null` otherwise.
+    pub article: Option<ArticleResult>,
 }
 
 /// One attached media file.
@@ -176,114 +163,6 @@ pub struct Enclosure {
     pub mime_type: Option<String>,
     /// Size in bytes, as given.
     pub length: Option<u64>,
-}
-
-/// A structured error: `code` is the contract, `message` is for people.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct ErrorObject {
-    /// The feed this error belongs to, or `null` for a run-level error.
-    pub feed_url: Option<String>,
-    /// Stable error code (see the README).
-    pub code: String,
-    /// Human-readable explanation.
-    pub message: String,
-    /// Machine-readable specifics (`http_status`, `retry_after_seconds`, `kind`, ...).
-    pub details: serde_json::Map<String, serde_json::Value>,
-}
-
-/// A warning's stable code: the one list (its wire names, `as_str` and `all` derive from
-/// it).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    JsonSchema,
-    strum::EnumIter,
-    strum::IntoStaticStr,
-)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
-pub enum WarningCode {
-    /// The feed needed repairs to be read (undeclared prefixes, bad entities, missing end tags, a body cut short).
-    FeedRepaired,
-    /// An element of the feed was skipped (an item with nothing in it, an unreadable JSON Feed item).
-    ElementSkipped,
-    /// The feed has more items than are read from one feed.
-    ItemsCapped,
-    /// No returned item has a date: order is the feed's own and `since` cannot filter.
-    UndatedItems,
-    /// An item's HTML body was given as stripped text instead.
-    ContentExtractionFallback,
-    /// The run had no cache (no directory, or it cannot be written).
-    CacheUnavailable,
-    /// A cache entry did not check out and was treated as a miss.
-    CacheEntryCorrupt,
-    /// A fresh body could not be written to the cache.
-    CacheWriteFailed,
-    /// The origin failed and the cached copy was served (`stale-if-error`).
-    ServedStale,
-    /// Discovery found no advertised feed and lists links whose address names one.
-    FeedsGuessedFromLinks,
-    /// Discovery found no feed on the page.
-    NoFeedsFound,
-    /// The shared host-state store could not be used; pacing went on without it.
-    GateStoreUnavailable,
-    /// A host's stored state was unreadable and was ignored.
-    HostStateCorrupt,
-    /// A shared send slot lapsed while its request was on the wire (the process was
-    /// stalled past the slot's lifetime): another worker may have sent beside it.
-    GateSlotLost,
-}
-
-impl WarningCode {
-    /// Every code, in the order the README lists them.
-    pub fn all() -> impl Iterator<Item = WarningCode> {
-        <WarningCode as strum::IntoEnumIterator>::iter()
-    }
-
-    /// The code as it appears in the output.
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
-
-impl std::fmt::Display for WarningCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl PartialEq<&str> for WarningCode {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-/// A non-fatal finding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct Warning {
-    /// The feed it concerns, or `null` for the run.
-    pub feed_url: Option<String>,
-    /// Stable warning code.
-    pub code: WarningCode,
-    /// Human-readable explanation.
-    pub message: String,
-}
-
-impl Warning {
-    /// A warning about `feed_url` (`None`: the run).
-    pub fn new(feed_url: Option<String>, code: WarningCode, message: impl Into<String>) -> Warning {
-        Warning {
-            feed_url,
-            code,
-            message: message.into(),
-        }
-    }
 }
 
 /// What selection and truncation left out of the output.
@@ -391,86 +270,9 @@ pub struct ShowOutput {
     pub from_cache: bool,
     /// When the feed body it came from was fetched (UTC RFC 3339).
     pub fetched_at: Option<String>,
-    /// The item.
+    /// The item (with its `article` when asked for).
     pub item: Item,
     /// Non-fatal findings.
     pub warnings: Vec<Warning>,
 }
 
-/// The result of `rss cache list`.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct CacheListOutput {
-    /// Contract version.
-    pub schema_version: String,
-    /// The cache directory.
-    pub cache_dir: String,
-    /// One entry per cached feed.
-    pub entries: Vec<CacheEntryInfo>,
-    /// Bytes of everything under the cache directory (entries, bodies awaiting their
-    /// sweep, host state).
-    pub total_bytes: u64,
-    /// The cap on `total_bytes` (`--cache-max-bytes`; `null`: no cap).
-    pub max_bytes: Option<u64>,
-    /// Entries that could not be read.
-    pub warnings: Vec<Warning>,
-}
-
-/// One cached feed.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct CacheEntryInfo {
-    /// The feed URL.
-    pub feed_url: String,
-    /// When the body was fetched (UTC RFC 3339).
-    pub fetched_at: String,
-    /// Body size in bytes.
-    pub bytes: u64,
-    /// Bytes this entry takes on disk: metadata, body, and superseded bodies awaiting
-    /// their sweep.
-    pub disk_bytes: u64,
-    /// The origin's ETag.
-    pub etag: Option<String>,
-    /// The origin's Last-Modified.
-    pub last_modified: Option<String>,
-}
-
-/// The result of `rss hosts`: what the gate has learned about each host, as shared by every
-/// process that uses the same store.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct HostsOutput {
-    /// Contract version.
-    pub schema_version: String,
-    /// Where the state is kept (`file:/…/hosts`, `redis://…`), or `null` when host state is
-    /// kept inside each process only.
-    pub store: Option<String>,
-    /// One entry per host with live state, sorted by host.
-    pub hosts: Vec<HostInfo>,
-    /// Entries that could not be read, or a store that could not be used.
-    pub warnings: Vec<Warning>,
-}
-
-/// One host's learned state: exactly what the gate enforces, each part with when it lapses.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct HostInfo {
-    /// The host key: lowercased `host:port`.
-    pub host: String,
-    /// No request goes to the host before this time (UTC RFC 3339); `null` when it may be
-    /// sent to now.
-    pub cooling_down_until: Option<String>,
-    /// Requests are spaced until this time, after a recent refusal; `null` when not warm.
-    pub warm_until: Option<String>,
-    /// Refusals in a row while warm (each success steps it down by one); 0 when not warm.
-    pub depth: u32,
-    /// The learned floor in milliseconds: no request goes sooner than this after the last
-    /// admitted one (the host once refused a narrower gap); `null` when none is enforced.
-    pub floor_ms: Option<u64>,
-    /// When the floor stops being enforced (a floor lifetime after the last refusal).
-    pub floor_until: Option<String>,
-    /// The host's last `Retry-After` while warm, in milliseconds (it sets the spacing).
-    pub last_retry_after_ms: Option<u64>,
-    /// The last HTTP status the host answered.
-    pub last_status: Option<u16>,
-    /// When the state last changed (UTC RFC 3339).
-    pub updated_at: String,
-    /// When every part has lapsed and the entry is deleted.
-    pub lapses_at: Option<String>,
-}
