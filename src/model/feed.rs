@@ -150,7 +150,7 @@ pub struct Item {
     pub enclosures: Vec<Enclosure>,
     /// The page at `url` read as an article, when asked for (`--articles`, `articles: true`);
     /// `null` otherwise.
-    pub article: Option<ArticleResult>,
+    pub article: Option<Box<ArticleResult>>,
 }
 
 /// One attached media file.
