@@ -266,7 +266,9 @@ pub enum Error {
         suggested_max_content_chars: Option<usize>,
     },
     /// The page serves a feed, not an article.
-    #[error("{url} serves a feed ({format}), not an article: read it with `rss fetch` (MCP: fetch_feed)")]
+    #[error(
+        "{url} serves a feed ({format}), not an article: read it with `rss fetch` (MCP: fetch_feed)"
+    )]
     NotAnArticle {
         /// The page.
         url: String,

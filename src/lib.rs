@@ -10,6 +10,7 @@
 //! - `schedule` — running a batch: per-host queues, no head-of-line blocking
 //! - `cache`    — the atomic file cache, its listing and clearing
 //! - `feed`     — parsing, stable ids, content rendering, since/limit/sort
+//! - `article`  — a page → its readable article and metadata; robots.txt rules
 //! - `discover` — feed autodiscovery from an HTML page
 //! - `html`     — the forgiving HTML tokenizer shared by rendering and discovery
 //! - `urls`     — URL resolution and the schemes rendered content may link to
@@ -29,6 +30,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub(crate) mod article;
 pub(crate) mod cache;
 pub(crate) mod cli;
 pub mod config;
@@ -73,5 +75,34 @@ pub mod internals {
         crate::feed::render::to_plain(html)
     }
     pub use crate::http::parse_retry_after;
+
+    /// A page's body read as an article (the extraction benchmark's `rss article` columns):
+    /// its content as rendered, or the error code.
+    pub fn article_content(
+        html: &str,
+        url: &str,
+        format: crate::feed::ContentFormat,
+    ) -> Result<String, String> {
+        let url = url::Url::parse(url).map_err(|e| e.to_string())?;
+        let render = crate::feed::RenderOptions {
+            format,
+            max_content_chars: None,
+        };
+        crate::article::read(html.as_bytes().into(), Some("text/html"), &url, render)
+            .map(|a| a.content.unwrap_or_default())
+            .map_err(|e| e.code().as_str().to_owned())
+    }
     pub use crate::inputs::{list_lines, merge, opml_urls};
+
+    /// Every MCP tool's name, in the order the server lists them.
+    pub fn tool_names() -> Vec<&'static str> {
+        <crate::mcp::tools::ToolName as strum::IntoEnumIterator>::iter()
+            .map(|t| t.as_str())
+            .collect()
+    }
+
+    /// Every subcommand's name, from the clap definition.
+    pub fn subcommands() -> Vec<String> {
+        crate::cli::subcommands()
+    }
 }

@@ -76,6 +76,21 @@ pub struct Meta {
     /// it) arrived, in Unix ms: an older response never replaces a newer one.
     #[serde(default)]
     pub received_ms: u64,
+    /// Until when (Unix ms) the server said the copy stays fresh (`Cache-Control: max-age`,
+    /// `Expires`), as of its last response; `None`: it said nothing, or `no-cache`.
+    #[serde(default)]
+    pub fresh_until_ms: Option<u64>,
+}
+
+impl Meta {
+    /// Whether the server's own freshness still covers the copy at Unix ms `now`, capped
+    /// at `cap` after the response (a server's "a year" is not taken at its word).
+    pub fn is_fresh(&self, now: u64, cap: Duration) -> Option<u64> {
+        let until = self
+            .fresh_until_ms?
+            .min(self.received_ms.saturating_add(cap.as_millis() as u64));
+        (now < until).then_some(until)
+    }
 }
 
 /// A body an entry named before, and when it was replaced.
@@ -208,6 +223,17 @@ pub struct StoreRequest<'a> {
     pub content_type: Option<&'a str>,
     /// When the response arrived (Unix ms); 0: now.
     pub received_ms: u64,
+    /// What the response said of its freshness.
+    pub freshness: crate::http::freshness::Freshness,
+}
+
+/// Until when (Unix ms) a response that arrived at `received` stays fresh.
+fn fresh_until(received: u64, f: &crate::http::freshness::Freshness) -> Option<u64> {
+    if f.no_cache {
+        return None;
+    }
+    f.lifetime
+        .map(|l| received.saturating_add(l.as_millis().min(u64::MAX as u128) as u64))
 }
 
 /// Unix milliseconds now.
@@ -474,6 +500,7 @@ impl Cache {
                 body_sha256: sha.clone(),
                 superseded: kept.into_iter().map(|(_, s)| s).collect(),
                 received_ms,
+                fresh_until_ms: fresh_until(received_ms, &req.freshness),
             };
             self.write_meta(&meta)?;
             for (_, s) in gone {
@@ -499,6 +526,7 @@ impl Cache {
         etag: Option<&str>,
         last_modified: Option<&str>,
         received_ms: u64,
+        freshness: &crate::http::freshness::Freshness,
     ) -> Result<Option<Meta>> {
         let k = key(&validated.feed_url);
         self.with_entry_lock(&k, || {
@@ -510,6 +538,7 @@ impl Cache {
             };
             meta.fetched_at = date::format(&Utc::now());
             meta.received_ms = received_ms;
+            meta.fresh_until_ms = fresh_until(received_ms, freshness);
             if let Some(e) = etag {
                 meta.etag = Some(e.to_owned());
             }
@@ -667,6 +696,7 @@ mod tests {
             last_modified: None,
             content_type: Some("application/rss+xml"),
             received_ms: 0,
+            freshness: Default::default(),
         }
     }
 
@@ -763,7 +793,12 @@ mod tests {
             .store(&at(url, 2_000), &Payload::from(&b"new"[..]))
             .unwrap();
         // ...and this one's 304 (for `old`) arrives later still.
-        assert_eq!(cache.touch(&old, None, None, 3_000).unwrap(), None);
+        assert_eq!(
+            cache
+                .touch(&old, None, None, 3_000, &Default::default())
+                .unwrap(),
+            None
+        );
         assert_eq!(body_of(&cache, url), b"new");
     }
 
@@ -787,7 +822,7 @@ mod tests {
         // A 304 that confirms the current body moves it on.
         let cur = cache.current_meta(url).unwrap();
         let touched = cache
-            .touch(&cur, Some("\"v3\""), None, 3_000)
+            .touch(&cur, Some("\"v3\""), None, 3_000, &Default::default())
             .unwrap()
             .unwrap();
         assert_eq!(touched.received_ms, 3_000);

@@ -270,6 +270,7 @@ mod tests {
             last_modified: None,
             content_type: None,
             received_ms: 0,
+            freshness: Default::default(),
         };
         cache.store(&req, &Payload::from(vec![b'x'; len])).unwrap();
     }

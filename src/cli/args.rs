@@ -138,8 +138,15 @@ pub(super) enum Command {
     #[command(after_help = "Examples:
   rss fetch https://blog.rust-lang.org/feed.xml
   rss fetch --input feeds.txt --since 1d --limit 5 --format text
-  rss fetch --opml subscriptions.opml --format ndjson > items.ndjson")]
+  rss fetch --opml subscriptions.opml --format ndjson > items.ndjson
+  rss fetch --articles --limit 3 https://blog.rust-lang.org/feed.xml")]
     Fetch(FetchArgs),
+    /// Read web pages as articles: their readable text and metadata.
+    #[command(after_help = "Examples:
+  rss article https://blog.rust-lang.org/2024/05/02/Rust-1.78.0.html
+  rss article --content text --max-content-chars 2000 URL
+  rss fetch FEED | jq -r '.feeds[].items[].url' | rss article - --format ndjson")]
+    Article(ArticleArgs),
     /// List the feeds a web page advertises.
     #[command(after_help = "Examples:
   rss discover https://blog.rust-lang.org/
@@ -253,6 +260,23 @@ pub(super) enum CacheAction {
     },
 }
 
+/// How the cache is used (`rss fetch`, `rss article`).
+#[derive(Debug, Args)]
+pub(super) struct CacheArgs {
+    /// Serve cached copies younger than DUR with no request.
+    #[arg(long, value_name = "DUR")]
+    pub(super) max_age: Option<String>,
+    /// Revalidate now, whatever --max-age says.
+    #[arg(long, conflicts_with = "no_cache")]
+    pub(super) refresh: bool,
+    /// Neither read nor write the cache.
+    #[arg(long)]
+    pub(super) no_cache: bool,
+    /// When the origin fails, serve the cached copy as `stale`.
+    #[arg(long)]
+    pub(super) stale_if_error: bool,
+}
+
 #[derive(Debug, Args)]
 pub(super) struct FetchArgs {
     /// Feed URLs or local files; `-` reads URLs from stdin.
@@ -281,18 +305,37 @@ pub(super) struct FetchArgs {
     /// Only items since: 30m, 2h, 7d, 2026-06-01 or an RFC 3339 time.
     #[arg(long, value_name = "WHEN")]
     pub(super) since: Option<String>,
-    /// Serve cached copies younger than DUR with no request.
-    #[arg(long, value_name = "DUR")]
-    pub(super) max_age: Option<String>,
-    /// Revalidate now, whatever --max-age says.
-    #[arg(long, conflicts_with = "no_cache")]
-    pub(super) refresh: bool,
-    /// Neither read nor write the cache.
+    #[command(flatten)]
+    pub(super) cache: CacheArgs,
+    /// Also read each returned item's page as an article (attached as `article`).
     #[arg(long)]
-    pub(super) no_cache: bool,
-    /// When the origin fails, serve the cached copy as `stale`.
+    pub(super) articles: bool,
+    /// With --articles: honour each page host's robots.txt.
     #[arg(long)]
-    pub(super) stale_if_error: bool,
+    pub(super) respect_robots: bool,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ArticleArgs {
+    /// Page URLs or local HTML files; `-` reads URLs from stdin.
+    pub(super) urls: Vec<String>,
+    /// Read URLs from FILE (one a line, # comments).
+    #[arg(long, value_name = "FILE")]
+    pub(super) input: Vec<PathBuf>,
+    /// Output format (ndjson: one article a line).
+    #[arg(long, value_enum, default_value = "json")]
+    pub(super) format: Format,
+    /// How the article is returned.
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub(super) content: ContentFormat,
+    /// Cut each article to N characters.
+    #[arg(long, value_name = "N")]
+    pub(super) max_content_chars: Option<usize>,
+    #[command(flatten)]
+    pub(super) cache: CacheArgs,
+    /// Honour each page host's robots.txt (the MCP server always does).
+    #[arg(long)]
+    pub(super) respect_robots: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,26 +1,24 @@
-//! `rss fetch`: validated options, every input gathered, the batch run with a progress bar.
+//! `rss fetch` and `rss article`: validated options, every input gathered, the batch run
+//! with a progress bar.
 
 use std::io::IsTerminal;
 use std::path::Path;
 
 use tracing_indicatif::span_ext::IndicatifSpanExt;
 
-use super::args::FetchArgs;
+use super::args::{ArticleArgs, CacheArgs, FetchArgs};
 use super::emit_code;
 use crate::config::{Config, parse_duration};
 use crate::error::{Error, Result, exit};
 use crate::inputs::{self, Input};
 use crate::local::{self, ReadLimits};
 use crate::model::FeedStatus;
-use crate::ops::{self, Context, FetchOptions, FetchRequest};
+use crate::ops::{self, ArticleOptions, Context, FetchOptions, FetchRequest};
 use crate::output::{self, Format};
 
-/// Validated fetch parameters, built from the arguments before any I/O.
-fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
-    if args.ndjson_records && args.format != Format::Ndjson {
-        return Err(Error::usage("--ndjson-records needs --format ndjson"));
-    }
-    let max_age = args
+/// `--max-age` read as a duration.
+fn max_age(cache: &CacheArgs) -> Result<Option<std::time::Duration>> {
+    cache
         .max_age
         .as_deref()
         .map(|s| {
@@ -31,18 +29,47 @@ fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
                 ))
             })
         })
-        .transpose()?;
+        .transpose()
+}
+
+/// Validated fetch parameters, built from the arguments before any I/O.
+fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
+    if args.ndjson_records && args.format != Format::Ndjson {
+        return Err(Error::usage("--ndjson-records needs --format ndjson"));
+    }
+    if args.respect_robots && !args.articles {
+        return Err(Error::usage(
+            "--respect-robots applies to the pages --articles reads; give --articles too",
+        ));
+    }
     FetchRequest {
         since: args.since.clone(),
         limit: args.limit,
         content: args.content,
         max_content_chars: args.max_content_chars,
-        no_cache: args.no_cache,
-        refresh: args.refresh,
-        max_age,
-        stale_if_error: args.stale_if_error,
+        no_cache: args.cache.no_cache,
+        refresh: args.cache.refresh,
+        max_age: max_age(&args.cache)?,
+        stale_if_error: args.cache.stale_if_error,
+        articles: args.articles,
+        respect_robots: args.respect_robots,
     }
     .options()
+}
+
+/// Validated article parameters.
+fn article_options(args: &ArticleArgs) -> Result<ArticleOptions> {
+    FetchRequest {
+        content: args.content,
+        max_content_chars: args.max_content_chars,
+        no_cache: args.cache.no_cache,
+        refresh: args.cache.refresh,
+        max_age: max_age(&args.cache)?,
+        stale_if_error: args.cache.stale_if_error,
+        respect_robots: args.respect_robots,
+        ..FetchRequest::default()
+    }
+    .article_options()
 }
 
 /// Reads a URL list or OPML file within the local-read limits; a failure is `IO_ERROR`
@@ -52,9 +79,17 @@ async fn read_text(path: &Path, limits: ReadLimits) -> Result<String> {
     Ok(String::from_utf8_lossy(&bytes.into_vec()).into_owned())
 }
 
-async fn gather_inputs(args: &FetchArgs, limits: ReadLimits) -> Result<Vec<Input>> {
+/// Every input named by `urls` (`-` for stdin), `--input` files and `--opml` files,
+/// merged in order; `what` names them in the error when there are none.
+async fn gather_inputs(
+    urls: &[String],
+    input: &[std::path::PathBuf],
+    opml: &[std::path::PathBuf],
+    limits: ReadLimits,
+    what: &str,
+) -> Result<Vec<Input>> {
     let mut raw: Vec<String> = Vec::new();
-    for u in &args.urls {
+    for u in urls {
         if u == "-" {
             let bytes = local::read_stdin(limits.max_bytes).await?;
             raw.extend(inputs::list_lines(&String::from_utf8_lossy(&bytes)));
@@ -62,18 +97,66 @@ async fn gather_inputs(args: &FetchArgs, limits: ReadLimits) -> Result<Vec<Input
             raw.push(u.clone());
         }
     }
-    for path in &args.input {
+    for path in input {
         raw.extend(inputs::list_lines(&read_text(path, limits).await?));
     }
-    for path in &args.opml {
+    for path in opml {
         raw.extend(inputs::opml_urls(&read_text(path, limits).await?)?);
     }
     if raw.is_empty() {
-        return Err(Error::usage(
-            "no feeds given: pass URLs or files, `-` for stdin, --input FILE or --opml FILE",
-        ));
+        return Err(Error::usage(format!(
+            "no {what} given: pass URLs or files, `-` for stdin, or --input FILE"
+        )));
     }
     Ok(inputs::merge(raw))
+}
+
+/// A progress bar on stderr for a batch of `total` (only on a terminal, for more than
+/// three), and the callback that moves it.
+struct Progress {
+    span: tracing::Span,
+    show: bool,
+}
+
+impl Progress {
+    fn new(total: usize, quiet: bool, unit: &str) -> Progress {
+        let show = !quiet && total > 3 && std::io::stderr().is_terminal();
+        let span = tracing::info_span!("batch", indicatif.pb_show = tracing::field::Empty);
+        if show {
+            span.pb_set_style(
+                &indicatif::ProgressStyle::with_template(&format!(
+                    "{{spinner}} {{pos}}/{{len}} {unit} {{wide_bar}} {{msg}}"
+                ))
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            span.pb_set_length(total as u64);
+        }
+        Progress { span, show }
+    }
+
+    fn tick(&self, done: usize, gate: &crate::gate::Gate) {
+        if self.show {
+            self.span.pb_set_position(done as u64);
+            let cooling = gate.cooling_hosts();
+            if cooling > 0 {
+                self.span
+                    .pb_set_message(&format!("{cooling} hosts cooling down"));
+            } else {
+                self.span.pb_set_message("");
+            }
+        }
+    }
+}
+
+/// The exit code of a batch with `failed` of `total` failing.
+fn batch_code(failed: usize, total: usize) -> u8 {
+    if failed == 0 {
+        exit::OK
+    } else if failed == total {
+        exit::ALL_FAILED
+    } else {
+        exit::PARTIAL
+    }
 }
 
 pub(super) async fn fetch(
@@ -84,51 +167,48 @@ pub(super) async fn fetch(
     pretty: bool,
 ) -> Result<u8> {
     let opts = fetch_options(&args)?;
-    let inputs = gather_inputs(&args, config.read_limits()).await?;
-    let total = inputs.len();
+    let limits = config.read_limits();
+    let inputs = gather_inputs(&args.urls, &args.input, &args.opml, limits, "feeds").await?;
     let ctx = Context::new(config)?;
-    let show_bar = !quiet && total > 3 && std::io::stderr().is_terminal();
-    let span = tracing::info_span!("fetch", indicatif.pb_show = tracing::field::Empty);
-    if show_bar {
-        span.pb_set_style(
-            &indicatif::ProgressStyle::with_template(
-                "{spinner} {pos}/{len} feeds {wide_bar} {msg}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        span.pb_set_length(total as u64);
-    }
-    let _entered = show_bar.then(|| span.enter());
+    let bar = Progress::new(inputs.len(), quiet, "feeds");
+    let entered = bar.show.then(|| bar.span.enter());
     let gate = ctx.client.gate();
-    let progress = |done: usize, _total: usize| {
-        if show_bar {
-            span.pb_set_position(done as u64);
-            let cooling = gate.cooling_hosts();
-            if cooling > 0 {
-                span.pb_set_message(&format!("{cooling} hosts cooling down"));
-            } else {
-                span.pb_set_message("");
-            }
-        }
-    };
+    let progress = |done: usize, _total: usize| bar.tick(done, gate);
     let out = ops::fetch_feeds(&ctx, inputs, &opts, &progress).await;
     // The bar goes away with its span, before anything is printed.
-    drop(_entered);
-    drop(span);
+    drop(entered);
+    drop(bar);
     let failed = out
         .feeds
         .iter()
         .filter(|f| f.status == FeedStatus::Error)
         .count();
-    let code = if failed == 0 {
-        exit::OK
-    } else if failed == out.feeds.len() {
-        exit::ALL_FAILED
-    } else {
-        exit::PARTIAL
-    };
     emit_code(
         |w| output::write_fetch(w, &out, args.format, args.ndjson_records, pretty, color),
-        code,
+        batch_code(failed, out.feeds.len()),
+    )
+}
+
+pub(super) async fn article(
+    args: ArticleArgs,
+    config: Config,
+    quiet: bool,
+    color: bool,
+    pretty: bool,
+) -> Result<u8> {
+    let opts = article_options(&args)?;
+    let limits = config.read_limits();
+    let inputs = gather_inputs(&args.urls, &args.input, &[], limits, "pages").await?;
+    let ctx = Context::new(config)?;
+    let bar = Progress::new(inputs.len(), quiet, "pages");
+    let entered = bar.show.then(|| bar.span.enter());
+    let gate = ctx.client.gate();
+    let progress = |done: usize, _total: usize| bar.tick(done, gate);
+    let out = ops::fetch_articles(&ctx, inputs, &opts, &progress).await;
+    drop(entered);
+    drop(bar);
+    emit_code(
+        |w| output::write_articles(w, &out, args.format, pretty, color),
+        batch_code(out.errors.len(), out.articles.len()),
     )
 }

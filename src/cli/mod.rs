@@ -107,6 +107,15 @@ fn run_main() -> u8 {
     }
 }
 
+/// The names of every subcommand, as clap knows them (for tests that walk them all).
+pub(crate) fn subcommands() -> Vec<String> {
+    Cli::command()
+        .get_subcommands()
+        .filter(|c| c.get_name() != "help")
+        .map(|c| c.get_name().to_owned())
+        .collect()
+}
+
 /// Whether errors on stderr are written as words (`--error-format`, or a terminal).
 static ERRORS_AS_WORDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
@@ -156,6 +165,7 @@ async fn run(cli: Cli, config: Config) -> Result<u8> {
     let pretty = std::io::stdout().is_terminal();
     match cli.command {
         Command::Fetch(args) => fetch::fetch(args, config, g.quiet, color, pretty).await,
+        Command::Article(args) => fetch::article(args, config, g.quiet, color, pretty).await,
         Command::Discover { site_url } => {
             let ctx = Context::new(config)?;
             let out = ops::discover(&ctx, &site_url).await?;

@@ -1,4 +1,5 @@
-//! Bytes to text: the charset from a BOM, the HTTP header or the XML declaration, else
+//! Bytes to text: the charset from a BOM, the HTTP header, the XML declaration or an HTML
+//! page's `<meta charset>` (`http-equiv` too), else
 //! UTF-8 when the bytes are (mostly) UTF-8, else what Firefox's detector guesses.
 //!
 //! Decoding streams: [`reader`] turns a [`Payload`] into UTF-8 bytes chunk by chunk, freeing
@@ -24,7 +25,7 @@ pub(crate) fn header_charset(content_type: &str) -> Option<&str> {
 fn declared_encoding(bytes: &[u8]) -> Option<&'static Encoding> {
     let head = &bytes[..bytes.len().min(256)];
     if !head.starts_with(b"<?xml") {
-        return None;
+        return html_meta_charset(&bytes[..bytes.len().min(1024)]);
     }
     let end = head.iter().position(|&b| b == b'>')?;
     let decl = std::str::from_utf8(&head[..end]).ok()?;
@@ -35,8 +36,37 @@ fn declared_encoding(bytes: &[u8]) -> Option<&'static Encoding> {
     Encoding::for_label(value.trim().as_bytes())
 }
 
-fn is_western_single_byte(enc: &'static Encoding) -> bool {
-    enc == WINDOWS_1252 || enc.name() == "ISO-8859-15" || enc.name() == "ISO-8859-1"
+/// The charset an HTML page declares in its first 1,024 bytes, as browsers prescan it:
+/// `<meta charset="…">`, or `<meta http-equiv="Content-Type" content="…; charset=…">`.
+fn html_meta_charset(head: &[u8]) -> Option<&'static Encoding> {
+    let text = String::from_utf8_lossy(head);
+    for tok in crate::html::Tokenizer::new(&text) {
+        let crate::html::Token::Start { name, attrs, .. } = tok else {
+            continue;
+        };
+        if name != "meta" {
+            continue;
+        }
+        let label = crate::html::attr(attrs, "charset").or_else(|| {
+            let equiv = crate::html::attr(attrs, "http-equiv")?;
+            if !equiv.eq_ignore_ascii_case("content-type") {
+                return None;
+            }
+            let content = crate::html::attr(attrs, "content")?;
+            header_charset(&content).map(|c| std::borrow::Cow::Owned(c.to_owned()))
+        });
+        if let Some(enc) = label.and_then(|l| Encoding::for_label(l.trim().as_bytes())) {
+            // A page cannot really be UTF-16 if its bytes were read as ASCII here.
+            return Some(
+                if enc == encoding_rs::UTF_16LE || enc == encoding_rs::UTF_16BE {
+                    UTF_8
+                } else {
+                    enc
+                },
+            );
+        }
+    }
+    None
 }
 
 /// Whether every chunk joined is valid UTF-8, and whether any of it is not ASCII: the
@@ -135,11 +165,12 @@ enum Plan {
 }
 
 /// The plan for `body`, after `skip` bytes of BOM. The order is BOM, then the HTTP charset,
-/// then the XML declaration, then UTF-8 if it is (mostly) that, else a detected legacy
-/// encoding. A header that claims a single-byte Western charset for a body that is valid,
-/// non-ASCII UTF-8 is wrong so often that UTF-8 wins.
+/// then the XML declaration or an HTML `<meta charset>`, then UTF-8 if it is (mostly) that,
+/// else a detected legacy
+/// encoding. A label that claims a legacy charset for a body that is valid, non-ASCII
+/// UTF-8 is wrong so often that UTF-8 wins.
 fn plan(body: &Payload, content_type: Option<&str>) -> (Plan, usize) {
-    let head = body.head(256);
+    let head = body.head(1024);
     if let Some((enc, bom_len)) = Encoding::for_bom(&head) {
         return (
             if enc == UTF_8 {
@@ -160,11 +191,13 @@ fn plan(body: &Payload, content_type: Option<&str>) -> (Plan, usize) {
             (_, 0) => Plan::Utf8,
             _ => Plan::Utf8With1252,
         },
-        Some(enc) if is_western_single_byte(enc) => match census() {
+        // Bytes that are valid, non-ASCII UTF-8 are UTF-8, whatever the label says: text in
+        // a legacy encoding practically never is (its high bytes do not form UTF-8
+        // sequences), while a page converted to UTF-8 often keeps its old label.
+        Some(enc) => match census() {
             (valid, 0) if valid > 0 => Plan::Utf8,
             _ => Plan::Decode(enc.output_encoding()),
         },
-        Some(enc) => Plan::Decode(enc.output_encoding()),
         None => match census() {
             (_, 0) => Plan::Utf8,
             (valid, invalid) if valid > invalid => Plan::Utf8With1252,

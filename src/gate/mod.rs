@@ -271,12 +271,24 @@ impl Gate {
     /// the bound never passes the window's end.
     fn estimate(&self, state: &HostState, now: Instant, ahead: usize) -> Duration {
         let pacing = state.pacing(now);
-        let Some(warm_until) = state.warm_until else {
+        let first = now + pacing;
+        // A robots.txt crawl delay spaces every send's start, warm or not.
+        let crawl = state
+            .live_crawl_delay(now)
+            .map(|d| d.min(self.params.max_cooldown))
+            .filter(|_| state.crawl_delay_until.is_some_and(|u| first < u));
+        let warm_step = state.warm_until.filter(|w| first < *w).map(|_| {
+            warm_spacing(&self.params, state.last_retry_after) / self.params.host_concurrency as u32
+        });
+        let (step, until) = match (warm_step, crawl) {
+            (Some(w), Some(c)) if c > w => (c, state.crawl_delay_until),
+            (Some(w), _) => (w, state.warm_until),
+            (None, Some(c)) => (c, state.crawl_delay_until),
+            (None, None) => return pacing,
+        };
+        let Some(warm_until) = until else {
             return pacing;
         };
-        let step = warm_spacing(&self.params, state.last_retry_after)
-            / self.params.host_concurrency as u32;
-        let first = now + pacing;
         if ahead == 0 || step.is_zero() || first >= warm_until {
             return pacing;
         }
@@ -331,6 +343,25 @@ impl Gate {
         if changed {
             slot.changed.notify_waiters();
         }
+    }
+
+    /// Tells the gate `key`'s robots.txt crawl delay (`None`: none), known until `until`;
+    /// returns the event (for a shared store).
+    pub(crate) fn learn_crawl_delay(
+        &self,
+        key: &HostKey,
+        delay: Option<Duration>,
+        until: Instant,
+    ) -> Event {
+        let slot = self.slot(key);
+        let event = Event::CrawlDelay {
+            at: Instant::now(),
+            delay,
+            until,
+        };
+        slot.lock().host.apply(&self.params, event);
+        slot.changed.notify_waiters();
+        event
     }
 
     /// Forgets `key` in this process (or every host).

@@ -39,6 +39,13 @@ pub(crate) enum Event {
         outcome: Outcome,
         status: Option<u16>,
     },
+    /// The host's robots.txt, read at `at`, asks for `delay` between requests (`None`: it
+    /// asks for none) until `until`.
+    CrawlDelay {
+        at: Instant,
+        delay: Option<Duration>,
+        until: Instant,
+    },
 }
 
 /// Everything the gate has learned about one host.
@@ -61,6 +68,10 @@ pub(crate) struct HostState {
     pub last_admitted: Option<Instant>,
     /// The last HTTP status the host answered.
     pub last_status: Option<u16>,
+    /// The host's robots.txt `Crawl-delay`: the least gap between two sends' starts.
+    pub crawl_delay: Option<Duration>,
+    /// The crawl delay applies until then (the robots.txt's freshness).
+    pub crawl_delay_until: Option<Instant>,
     /// When this state last changed.
     pub updated: Option<Instant>,
 }
@@ -98,6 +109,12 @@ impl HostState {
         self.warm_until.is_some_and(|w| now < w)
     }
 
+    /// The robots.txt crawl delay, while it applies.
+    pub(crate) fn live_crawl_delay(&self, now: Instant) -> Option<Duration> {
+        self.crawl_delay
+            .filter(|_| self.crawl_delay_until.is_some_and(|u| now < u))
+    }
+
     /// The learned floor, while it is enforced.
     pub(crate) fn live_floor(&self, now: Instant) -> Option<Duration> {
         self.floor
@@ -121,7 +138,8 @@ impl HostState {
     /// floor's lifetime, each counted from the host's last refusal. `None`: nothing learned.
     pub(crate) fn lapses_at(&self) -> Option<Instant> {
         let floor_until = self.floor.and(self.floor_until);
-        [self.next_allowed, self.warm_until, floor_until]
+        let crawl_until = self.crawl_delay.and(self.crawl_delay_until);
+        [self.next_allowed, self.warm_until, floor_until, crawl_until]
             .into_iter()
             .flatten()
             .max()
@@ -148,6 +166,15 @@ impl HostState {
                     self.push_next_allowed(at + per_holder);
                     self.updated = Some(at);
                 }
+                if let Some(delay) = self.live_crawl_delay(at) {
+                    self.push_next_allowed(at + delay.min(p.max_cooldown));
+                    self.updated = Some(at);
+                }
+            }
+            Event::CrawlDelay { at, delay, until } => {
+                self.crawl_delay = delay;
+                self.crawl_delay_until = delay.map(|_| until);
+                self.updated = Some(at);
             }
             Event::Ended {
                 sent_at,

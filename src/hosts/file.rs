@@ -346,6 +346,8 @@ mod tests {
             floor_until_ms: None,
             last_admitted_ms: None,
             last_status: None,
+            crawl_delay_ms: None,
+            crawl_delay_until_ms: None,
             updated_ms: 1,
             cleared_until_ms: None,
         }

@@ -8,6 +8,9 @@ use tokio::time::Instant;
 
 use crate::gate::{GateParams, HostKey, HostState};
 
+/// The longest a stored crawl delay is taken to apply (a robots.txt is re-read daily).
+pub(crate) const CRAWL_DELAY_LIFETIME_CAP: Duration = Duration::from_secs(86_400);
+
 /// One reading of both clocks: the gate's instant and the wall clock.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Clock {
@@ -95,6 +98,12 @@ pub(crate) struct StoredHost {
     pub last_admitted_ms: Option<u64>,
     /// The last HTTP status the host answered.
     pub last_status: Option<u16>,
+    /// The robots.txt crawl delay.
+    #[serde(default)]
+    pub crawl_delay_ms: Option<u64>,
+    /// The crawl delay applies until this time.
+    #[serde(default)]
+    pub crawl_delay_until_ms: Option<u64>,
     /// When this state last changed.
     pub updated_ms: u64,
     /// Set on a clear marker (`rss hosts clear`): the state was forgotten at `updated_ms`,
@@ -118,6 +127,8 @@ impl StoredHost {
             floor_until_ms: state.floor_until.map(|t| clock.wall_of(t)),
             last_admitted_ms: state.last_admitted.map(|t| clock.wall_of(t)),
             last_status: state.last_status,
+            crawl_delay_ms: state.crawl_delay.map(ms),
+            crawl_delay_until_ms: state.crawl_delay_until.map(|t| clock.wall_of(t)),
             updated_ms: state.updated.map_or(clock.wall_ms, |t| clock.wall_of(t)),
             cleared_until_ms: None,
         }
@@ -148,6 +159,8 @@ impl StoredHost {
             floor_until_ms: None,
             last_admitted_ms: None,
             last_status: None,
+            crawl_delay_ms: None,
+            crawl_delay_until_ms: None,
             updated_ms: at,
             cleared_until_ms: Some(until),
         }
@@ -162,10 +175,12 @@ impl StoredHost {
     /// for a clear marker, the marker itself). `None`: nothing in it is enforced.
     pub(crate) fn lapses_ms(&self) -> Option<u64> {
         let floor_until = self.floor_ms.and(self.floor_until_ms);
+        let crawl_until = self.crawl_delay_ms.and(self.crawl_delay_until_ms);
         [
             self.next_allowed_ms,
             self.warm_until_ms,
             floor_until,
+            crawl_until,
             self.cleared_until_ms,
         ]
         .into_iter()
@@ -206,6 +221,10 @@ impl StoredHost {
                 .and_then(|ms| clock.instant_of(ms, p.floor_lifetime)),
             last_admitted: self.last_admitted_ms.and_then(past),
             last_status: self.last_status,
+            crawl_delay: self.crawl_delay_ms.map(capped),
+            crawl_delay_until: self
+                .crawl_delay_until_ms
+                .and_then(|ms| clock.instant_of(ms, CRAWL_DELAY_LIFETIME_CAP)),
             updated: past(self.updated_ms),
         }
     }
@@ -228,6 +247,8 @@ impl StoredHost {
             floor_until_ms: limit(self.floor_until_ms, p.floor_lifetime),
             last_admitted_ms: self.last_admitted_ms.map(|t| t.min(now)),
             last_status: self.last_status,
+            crawl_delay_ms: self.crawl_delay_ms.map(|d| d.min(ms(p.max_cooldown))),
+            crawl_delay_until_ms: limit(self.crawl_delay_until_ms, CRAWL_DELAY_LIFETIME_CAP),
             updated_ms: self.updated_ms.min(now),
             cleared_until_ms: limit(self.cleared_until_ms, p.floor_lifetime.max(p.warm_window)),
         };
@@ -256,6 +277,8 @@ mod tests {
             floor_until: Some(now + Duration::from_secs(3000)),
             last_admitted: Some(now - Duration::from_secs(3)),
             last_status: Some(429),
+            crawl_delay: Some(Duration::from_secs(2)),
+            crawl_delay_until: Some(now + Duration::from_secs(3600)),
             updated: Some(now),
         };
         let key = HostKey::parse("a.test:80").unwrap();
@@ -289,6 +312,8 @@ mod tests {
             floor_until_ms: Some(u64::MAX),
             last_admitted_ms: Some(u64::MAX),
             last_status: Some(429),
+            crawl_delay_ms: None,
+            crawl_delay_until_ms: None,
             updated_ms: u64::MAX,
             cleared_until_ms: None,
         };

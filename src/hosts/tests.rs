@@ -52,6 +52,8 @@ fn entry(last_admitted_ago_ms: u64, floor_until_in_ms: i64) -> StoredHost {
         floor_until_ms: Some(now.saturating_add_signed(floor_until_in_ms)),
         last_admitted_ms: Some(now - last_admitted_ago_ms),
         last_status: Some(429),
+        crawl_delay_ms: None,
+        crawl_delay_until_ms: None,
         updated_ms: now - 600_000,
         cleared_until_ms: None,
     }

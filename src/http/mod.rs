@@ -9,6 +9,7 @@
 //! slots are let go. A refusal re-enters the gate once.
 
 mod classify;
+pub(crate) mod freshness;
 mod guard;
 mod send;
 
@@ -85,6 +86,8 @@ pub struct Response {
     pub last_modified: Option<String>,
     /// When the response (its whole body) arrived, in Unix ms.
     pub received_ms: u64,
+    /// What the response says of its own freshness.
+    pub freshness: freshness::Freshness,
 }
 
 /// A GET's result with what it cost.
@@ -254,7 +257,7 @@ impl Client {
                 .await?;
             drop(permit);
             let next = match hop {
-                send::Hop::Done(resp) => return Ok(resp),
+                send::Hop::Done(resp) => return Ok(*resp),
                 send::Hop::Redirect(next) => next,
             };
             let looped = chain.contains(&next);

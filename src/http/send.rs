@@ -15,7 +15,7 @@ use crate::hosts::Notes;
 use crate::payload::Payload;
 
 pub(super) enum Hop {
-    Done(Response),
+    Done(Box<Response>),
     Redirect(Url),
 }
 
@@ -205,11 +205,15 @@ impl Client {
             etag: header_str(&headers, header::ETAG),
             last_modified: header_str(&headers, header::LAST_MODIFIED),
             received_ms: crate::cache::now_ms(),
+            freshness: super::freshness::read(&headers, SystemTime::now()),
         };
         if status == StatusCode::NOT_MODIFIED {
             self.ended(permit, Outcome::Success, Some(status), notes)
                 .await;
-            return Ok(Sent::Hop(Hop::Done(meta(Payload::default(), true))));
+            return Ok(Sent::Hop(Hop::Done(Box::new(meta(
+                Payload::default(),
+                true,
+            )))));
         }
         if !status.is_success() {
             self.ended(permit, Outcome::Success, Some(status), notes)
@@ -234,7 +238,7 @@ impl Client {
             Err(_) => Outcome::Failed,
         };
         self.ended(permit, outcome, Some(status), notes).await;
-        Ok(Sent::Hop(Hop::Done(meta(body?, false))))
+        Ok(Sent::Hop(Hop::Done(Box::new(meta(body?, false)))))
     }
 }
 

@@ -20,10 +20,15 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::feed::{RenderOptions, estimate_tokens};
 use crate::inputs;
-use crate::model::{FeedStatus, FetchOutput};
-use crate::ops::{self, Context, FetchOptions, FetchRequest, ShowOptions};
+use crate::model::{ArticleOutput, FeedStatus, FetchOutput};
+use crate::ops::{
+    self, ArticleOptions, CacheMode, Context, FetchOptions, FetchRequest, ShowOptions,
+};
 use crate::output::SchemaKind;
-use tools::{CachePolicyArg, DiscoverArgs, FetchFeedArgs, GetItemArgs, GetSchemaArgs};
+use tools::{
+    CachePolicyArg, DiscoverArgs, FetchArticleArgs, FetchFeedArgs, GetItemArgs, GetSchemaArgs,
+    ToolName,
+};
 
 /// The MCP server state shared by all calls.
 #[derive(Clone)]
@@ -92,6 +97,63 @@ fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
     serde_json::from_value(args).map_err(|e| Error::usage(format!("invalid arguments: {e}")))
 }
 
+/// The URLs of a call that takes `url` or `urls` (at most `max` of `what`s).
+fn url_or_urls(
+    url: Option<String>,
+    urls: Option<Vec<String>>,
+    max: usize,
+    what: &str,
+) -> Result<Vec<String>> {
+    match (url, urls) {
+        (Some(u), None) => Ok(vec![u]),
+        (None, Some(list)) if list.is_empty() => Err(Error::usage("`urls` is empty")),
+        (None, Some(list)) if list.len() > max => Err(Error::usage(format!(
+            "`urls` has {} entries; at most {max} per call",
+            list.len()
+        ))),
+        (None, Some(list)) => Ok(list),
+        (Some(_), Some(_)) => Err(Error::usage("give `url` or `urls`, not both")),
+        (None, None) => Err(Error::usage(format!(
+            "give `url` (one {what}) or `urls` (up to {max})"
+        ))),
+    }
+}
+
+/// A call's token budget.
+fn budget_of(max_response_tokens: Option<u64>) -> usize {
+    to_usize(Some(
+        max_response_tokens.unwrap_or(tools::DEFAULT_MAX_RESPONSE_TOKENS),
+    ))
+    .unwrap_or(usize::MAX)
+}
+
+fn page_error_result(e: &Error, url: Option<&str>) -> CallToolResult {
+    let obj = e.to_page_object(url);
+    error_object_result(&serde_json::to_value(obj).unwrap_or(Value::Null))
+}
+
+/// One line saying what an article call returned.
+fn article_summary(out: &ArticleOutput) -> String {
+    let failed = out.errors.len();
+    let cut = out
+        .articles
+        .iter()
+        .filter(|a| a.next_offset.is_some())
+        .count();
+    let mut s = format!(
+        "{} page(s): {} read, {failed} failed; ~{} content tokens.",
+        out.articles.len(),
+        out.articles.len() - failed,
+        out.total_content_tokens_est
+    );
+    if cut > 0 {
+        s.push_str(&format!(
+            " {cut} cut at the token budget: call again with `offset` = next_offset for the rest."
+        ));
+    }
+    s
+}
+
 fn to_usize(n: Option<u64>) -> Option<usize> {
     n.map(|v| usize::try_from(v).unwrap_or(usize::MAX))
 }
@@ -126,20 +188,7 @@ impl Server {
     ) -> Result<CallToolResult> {
         let a: FetchFeedArgs = parse_args(args)?;
         let single = a.url.is_some();
-        let urls = match (a.url, a.urls) {
-            (Some(u), None) => vec![u],
-            (None, Some(list)) if list.is_empty() => return Err(Error::usage("`urls` is empty")),
-            (None, Some(list)) if list.len() > tools::MAX_URLS => {
-                return Err(Error::usage(format!(
-                    "`urls` has {} entries; at most {} per call",
-                    list.len(),
-                    tools::MAX_URLS
-                )));
-            }
-            (None, Some(list)) => list,
-            (Some(_), Some(_)) => return Err(Error::usage("give `url` or `urls`, not both")),
-            (None, None) => return Err(Error::usage("give `url` (one feed) or `urls` (up to 50)")),
-        };
+        let urls = url_or_urls(a.url, a.urls, tools::MAX_URLS, "feed")?;
         let policy = a.cache_policy.unwrap_or_default();
         let opts = FetchRequest {
             since: a.since,
@@ -150,14 +199,13 @@ impl Server {
             refresh: false,
             max_age: a.max_age_seconds.map(std::time::Duration::from_secs),
             stale_if_error: matches!(policy, CachePolicyArg::StaleIfError),
+            articles: a.articles.unwrap_or(false),
+            // Pages read for a model honour robots.txt.
+            respect_robots: true,
         }
         .options()?;
-        let budget = to_usize(Some(
-            a.max_response_tokens
-                .unwrap_or(tools::DEFAULT_MAX_RESPONSE_TOKENS),
-        ))
-        .unwrap_or(usize::MAX);
-        let out = self
+        let budget = budget_of(a.max_response_tokens);
+        let mut out = self
             .fetch_with_progress(inputs::merge(urls), &opts, context)
             .await;
         if single
@@ -173,7 +221,7 @@ impl Server {
         let single_url = single
             .then(|| out.feeds.first().map(|f| f.feed_url.clone()))
             .flatten();
-        if let Err(e) = ops::budget::check(&out, budget, estimate_tokens(&summary)) {
+        if let Err(e) = ops::budget::fit_fetch(&mut out, budget, estimate_tokens(&summary)) {
             return Ok(error_result(&e, single_url.as_deref()));
         }
         let value =
@@ -219,6 +267,99 @@ impl Server {
         out
     }
 
+    async fn fetch_article(
+        &self,
+        args: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult> {
+        let a: FetchArticleArgs = parse_args(args)?;
+        let single = a.url.is_some();
+        let urls = url_or_urls(a.url, a.urls, tools::MAX_ARTICLE_URLS, "page")?;
+        let policy = a.cache_policy.unwrap_or_default();
+        let offset = to_usize(a.offset).unwrap_or(0);
+        let mut opts = FetchRequest {
+            content: a.content_format.unwrap_or_default(),
+            max_content_chars: to_usize(a.max_content_chars),
+            no_cache: matches!(policy, CachePolicyArg::NoCache),
+            max_age: a.max_age_seconds.map(std::time::Duration::from_secs),
+            stale_if_error: matches!(policy, CachePolicyArg::StaleIfError),
+            respect_robots: true,
+            ..FetchRequest::default()
+        }
+        .article_options()?;
+        if offset > 0 && opts.cache != CacheMode::Off {
+            // The rest of an article comes from the copy its first part came from.
+            opts.cache = CacheMode::MaxAge(std::time::Duration::MAX);
+        }
+        let budget = budget_of(a.max_response_tokens);
+        let mut out = self
+            .articles_with_progress(inputs::merge(urls), &opts, context)
+            .await;
+        if single
+            && let Some(first) = out.articles.first()
+            && first.status == FeedStatus::Error
+            && let Some(err) = &first.error
+        {
+            return Ok(error_object_result(
+                &serde_json::to_value(err).unwrap_or(Value::Null),
+            ));
+        }
+        for art in &mut out.articles {
+            ops::budget::skip_to(art, offset);
+        }
+        let summary = article_summary(&out);
+        let single_url = single
+            .then(|| out.articles.first().map(|f| f.url.clone()))
+            .flatten();
+        if let Err(e) =
+            ops::budget::fit_articles(&mut out, budget, estimate_tokens(&summary), offset)
+        {
+            return Ok(page_error_result(&e, single_url.as_deref()));
+        }
+        out.total_content_tokens_est = out.articles.iter().map(|a| a.content_tokens_est).sum();
+        let value =
+            serde_json::to_value(&out).map_err(|e| Error::internal_from("serializing", e))?;
+        Ok(success(article_summary(&out), value))
+    }
+
+    /// Reads pages, sending progress notifications when the client asked for them.
+    async fn articles_with_progress(
+        &self,
+        inputs: Vec<inputs::Input>,
+        opts: &ArticleOptions,
+        context: &RequestContext<RoleServer>,
+    ) -> ArticleOutput {
+        let token = context.meta.get_progress_token();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize)>();
+        let on_progress = move |done: usize, total: usize| {
+            let _ = tx.send((done, total));
+        };
+        let read = ops::fetch_articles(&self.ctx, inputs, opts, &on_progress);
+        tokio::pin!(read);
+        let notify = |done: usize, total: usize| {
+            let peer = context.peer.clone();
+            let token = token.clone();
+            async move {
+                if let Some(token) = token {
+                    let p = ProgressNotificationParam::new(token, done as f64)
+                        .with_total(total as f64)
+                        .with_message(format!("{done}/{total} pages read"));
+                    let _ = peer.notify_progress(p).await;
+                }
+            }
+        };
+        let out = loop {
+            tokio::select! {
+                out = &mut read => break out,
+                Some((done, total)) = rx.recv() => notify(done, total).await,
+            }
+        };
+        while let Ok((done, total)) = rx.try_recv() {
+            notify(done, total).await;
+        }
+        out
+    }
+
     async fn discover_feeds(&self, args: Value) -> Result<CallToolResult> {
         let a: DiscoverArgs = parse_args(args)?;
         let out = ops::discover(&self.ctx, &a.site_url).await?;
@@ -247,13 +388,26 @@ impl Server {
                 .unwrap_or(tools::DEFAULT_MAX_RESPONSE_TOKENS),
         ))
         .unwrap_or(usize::MAX);
-        let out = ops::show_item(&self.ctx, &a.feed_url, &a.id, opts).await?;
+        let mut out = ops::show_item(&self.ctx, &a.feed_url, &a.id, opts).await?;
+        if a.article.unwrap_or(false) {
+            let article_opts = FetchRequest {
+                content: opts.render.format,
+                max_content_chars: opts.render.max_content_chars,
+                respect_robots: true,
+                ..FetchRequest::default()
+            }
+            .article_options()?;
+            let (article, warnings) =
+                ops::read_item_article(&self.ctx, &out.item, &article_opts).await;
+            out.item.article = Some(Box::new(article));
+            out.warnings.extend(warnings);
+        }
         let summary = format!(
             "Item {:?}{}.",
             out.item.title.as_deref().unwrap_or("(untitled)"),
             if out.from_cache { " (from cache)" } else { "" }
         );
-        if let Err(e) = ops::budget::check_item(&out, budget, estimate_tokens(&summary)) {
+        if let Err(e) = ops::budget::fit_item(&mut out, budget, estimate_tokens(&summary)) {
             return Ok(error_result(&e, Some(&a.feed_url)));
         }
         Ok(success(
@@ -277,12 +431,13 @@ impl Server {
         args: Value,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let result = match name {
-            "fetch_feed" => self.fetch_feed(args, context).await,
-            "discover_feeds" => self.discover_feeds(args).await,
-            "get_item" => self.get_item(args).await,
-            "get_schema" => self.get_schema(args),
-            other => Err(Error::usage(format!("unknown tool {other:?}"))),
+        let result = match name.parse::<ToolName>() {
+            Ok(ToolName::FetchFeed) => self.fetch_feed(args, context).await,
+            Ok(ToolName::FetchArticle) => self.fetch_article(args, context).await,
+            Ok(ToolName::DiscoverFeeds) => self.discover_feeds(args).await,
+            Ok(ToolName::GetItem) => self.get_item(args).await,
+            Ok(ToolName::GetSchema) => self.get_schema(args),
+            Err(_) => Err(Error::usage(format!("unknown tool {name:?}"))),
         };
         result.unwrap_or_else(|e| error_result(&e, None))
     }

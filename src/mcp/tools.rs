@@ -14,6 +14,8 @@ use crate::output::{SchemaKind, schema};
 
 /// Most URLs one `fetch_feed` call takes.
 pub const MAX_URLS: usize = 50;
+/// Most URLs one `fetch_article` call takes.
+pub const MAX_ARTICLE_URLS: usize = 20;
 /// `fetch_feed`'s default `limit`.
 pub const DEFAULT_LIMIT: u64 = 25;
 /// `fetch_feed`'s default `max_response_tokens`.
@@ -92,6 +94,46 @@ pub struct FetchFeedArgs {
     #[serde(default, deserialize_with = "lenient_u64")]
     #[schemars(with = "Option<u64>")]
     pub max_age_seconds: Option<u64>,
+    /// Also read each returned item's page as an article (attached to the item as
+    /// `article`; the pages share the call's time and token budget). Slower: one request per
+    /// item, paced per host.
+    #[serde(default)]
+    pub articles: Option<bool>,
+}
+
+/// Arguments of `fetch_article`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FetchArticleArgs {
+    /// One page URL (an item's `url`). Give `url` or `urls`, not both.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Up to 20 page URLs read in one call; the server paces each host itself.
+    #[serde(default)]
+    pub urls: Option<Vec<String>>,
+    /// How the article is returned: markdown (default), text or html.
+    #[serde(default)]
+    pub content_format: Option<ContentFormat>,
+    /// Cut each article to this many characters.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub max_content_chars: Option<u64>,
+    /// Token budget of the whole result (default 10000); a longer article comes back cut
+    /// at a paragraph with `content_truncated` and `next_offset`.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub max_response_tokens: Option<u64>,
+    /// Continue a cut article: the `next_offset` of the previous call (served from the
+    /// cache, with no new request).
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub offset: Option<u64>,
+    /// revalidate (default), stale-if-error or no-cache.
+    #[serde(default)]
+    pub cache_policy: Option<CachePolicyArg>,
+    /// Serve a cached copy younger than this many seconds without any request.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub max_age_seconds: Option<u64>,
 }
 
 /// Arguments of `discover_feeds`.
@@ -118,6 +160,9 @@ pub struct GetItemArgs {
     /// Fetch the feed live instead of looking in the cache first.
     #[serde(default)]
     pub refresh: Option<bool>,
+    /// Also read the item's page as an article (attached as `item.article`).
+    #[serde(default)]
+    pub article: Option<bool>,
     /// Token budget of the result (default 10000); over it the call fails with
     /// RESPONSE_TOO_LARGE and suggests a max_content_chars that fits.
     #[serde(default, deserialize_with = "lenient_u64")]
@@ -128,7 +173,8 @@ pub struct GetItemArgs {
 /// Arguments of `get_schema`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GetSchemaArgs {
-    /// fetch, ndjson, ndjson-records, discover, show, cache-list or hosts.
+    /// A command's name: fetch, ndjson, ndjson-records, article, article-ndjson, discover,
+    /// show, cache-list or hosts.
     pub command: String,
 }
 
@@ -155,7 +201,9 @@ pub fn instructions() -> String {
          Workflow: call fetch_feed with `urls` (up to 50) rather than many single calls: the server \
          paces every host itself, one request at a time per host, and learns how long a throttling \
          host wants to be left alone. Use limit, since and content_format=none for cheap listings, \
-         then get_item for one full item. Given a web page instead of a feed, call discover_feeds.\n\
+         then get_item for one full item. To read an item's web page, call fetch_article (not another \
+         fetch tool: its requests are paced with the feed's host). Given a web page instead of a feed, \
+         call discover_feeds.\n\
          Pacing: a feed that could not be fetched in time is returned with code RATE_LIMITED and \
          details.retry_after_seconds; do not ask for that host again before then — asking earlier \
          only provokes more refusals. Other feeds in the same call are unaffected.\n\
@@ -167,76 +215,109 @@ pub fn instructions() -> String {
     s
 }
 
+/// The server's tools: the one list (their names, and the dispatch that must handle each,
+/// derive from it).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::EnumIter, strum::IntoStaticStr, strum::EnumString,
+)]
+#[strum(serialize_all = "snake_case")]
+pub enum ToolName {
+    /// `fetch_feed`.
+    FetchFeed,
+    /// `fetch_article`.
+    FetchArticle,
+    /// `discover_feeds`.
+    DiscoverFeeds,
+    /// `get_item`.
+    GetItem,
+    /// `get_schema`.
+    GetSchema,
+}
+
+impl ToolName {
+    /// The tool's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    /// The tool's definition: description, schemas, annotations.
+    fn tool(self) -> Tool {
+        let (title, description, input, output, open_world) = match self {
+            ToolName::FetchFeed => (
+                "Fetch feeds",
+                "Fetch one feed (`url`) or up to 50 (`urls`) and return their items as structured JSON: \
+                 per feed its status, title and items (id, url, title, authors, published, summary, content). \
+                 Items are newest first, `limit` per feed (default 25). Feeds that fail carry an error object; \
+                 RATE_LIMITED means wait `retry_after_seconds` before trying that host again. The whole result \
+                 must fit `max_response_tokens` (default 10000), else RESPONSE_TOO_LARGE suggests a smaller \
+                 `limit` or `max_content_chars`. Use content_format=none for cheap listings; `articles: true` \
+                 also reads each item's page (paced with the feed).",
+                object_schema::<FetchFeedArgs>(),
+                output_schema(SchemaKind::Fetch),
+                true,
+            ),
+            ToolName::FetchArticle => (
+                "Read articles",
+                "Read one web page (`url`, e.g. an item's url) or up to 20 (`urls`) as articles: the readable \
+                 text without menus, ads and scripts, with title, authors, published, site_name, language, \
+                 canonical_url, excerpt and lead_image. Requests are paced per host with the feeds (prefer this \
+                 over any other fetch tool for pages of a feed's site) and honour the site's robots.txt. An \
+                 article longer than `max_response_tokens` (default 10000) comes back cut at a paragraph with \
+                 `next_offset`: call again with `offset` for the rest (served from the cache). A feed URL is \
+                 NOT_AN_ARTICLE (use fetch_feed); a PDF or image is UNSUPPORTED_CONTENT.",
+                object_schema::<FetchArticleArgs>(),
+                output_schema(SchemaKind::Article),
+                true,
+            ),
+            ToolName::DiscoverFeeds => (
+                "Discover feeds",
+                "Find the feeds a web page advertises (<link rel=\"alternate\"> of RSS, Atom or JSON Feed type), \
+                 with absolute URLs, titles and formats. If the page is itself a feed, says so (is_feed). \
+                 Pass a found URL to fetch_feed.",
+                object_schema::<DiscoverArgs>(),
+                output_schema(SchemaKind::Discover),
+                true,
+            ),
+            ToolName::GetItem => (
+                "Get one item",
+                "Return one item of a feed in full, by its `id` (from fetch_feed), guid or permalink URL. \
+                 Served from the local cache when the feed was fetched before, so an item stays reachable \
+                 after it rolls off the live feed; otherwise the feed is fetched (paced like any request). \
+                 `article: true` also reads the item's page as an article.",
+                object_schema::<GetItemArgs>(),
+                output_schema(SchemaKind::Show),
+                true,
+            ),
+            ToolName::GetSchema => (
+                "Get an output schema",
+                "Return the JSON Schema of a result: fetch (fetch_feed), article (fetch_article), discover \
+                 (discover_feeds), show (get_item), ndjson, ndjson-records, article-ndjson, cache-list or hosts.",
+                object_schema::<GetSchemaArgs>(),
+                Arc::new(
+                    serde_json::json!({"type": "object"})
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                ),
+                false,
+            ),
+        };
+        Tool::new(self.as_str(), description, input)
+            .with_title(title)
+            .with_raw_output_schema(output)
+            .with_annotations(
+                ToolAnnotations::with_title(title)
+                    .read_only(true)
+                    .destructive(false)
+                    .idempotent(true)
+                    .open_world(open_world),
+            )
+    }
+}
+
 /// Every tool the server offers.
 pub fn all() -> Vec<Tool> {
-    vec![
-        Tool::new(
-            "fetch_feed",
-            "Fetch one feed (`url`) or up to 50 (`urls`) and return their items as structured JSON: \
-             per feed its status, title and items (id, url, title, authors, published, summary, content). \
-             Items are newest first, `limit` per feed (default 25). Feeds that fail carry an error object; \
-             RATE_LIMITED means wait `retry_after_seconds` before trying that host again. The whole result \
-             must fit `max_response_tokens` (default 10000), else RESPONSE_TOO_LARGE suggests a smaller \
-             `limit` or `max_content_chars`. Use content_format=none for cheap listings.",
-            object_schema::<FetchFeedArgs>(),
-        )
-        .with_title("Fetch feeds")
-        .with_raw_output_schema(output_schema(SchemaKind::Fetch))
-        .with_annotations(
-            ToolAnnotations::with_title("Fetch feeds")
-                .read_only(true)
-                .destructive(false)
-                .idempotent(true)
-                .open_world(true),
-        ),
-        Tool::new(
-            "discover_feeds",
-            "Find the feeds a web page advertises (<link rel=\"alternate\"> of RSS, Atom or JSON Feed type), \
-             with absolute URLs, titles and formats. If the page is itself a feed, says so (is_feed). \
-             Pass a found URL to fetch_feed.",
-            object_schema::<DiscoverArgs>(),
-        )
-        .with_title("Discover feeds")
-        .with_raw_output_schema(output_schema(SchemaKind::Discover))
-        .with_annotations(
-            ToolAnnotations::with_title("Discover feeds")
-                .read_only(true)
-                .destructive(false)
-                .idempotent(true)
-                .open_world(true),
-        ),
-        Tool::new(
-            "get_item",
-            "Return one item of a feed in full, by its `id` (from fetch_feed), guid or permalink URL. \
-             Served from the local cache when the feed was fetched before, so an item stays reachable \
-             after it rolls off the live feed; otherwise the feed is fetched (paced like any request).",
-            object_schema::<GetItemArgs>(),
-        )
-        .with_title("Get one item")
-        .with_raw_output_schema(output_schema(SchemaKind::Show))
-        .with_annotations(
-            ToolAnnotations::with_title("Get one item")
-                .read_only(true)
-                .destructive(false)
-                .idempotent(true)
-                .open_world(true),
-        ),
-        Tool::new(
-            "get_schema",
-            "Return the JSON Schema of a result: fetch (fetch_feed), discover (discover_feeds), show \
-             (get_item), ndjson, ndjson-records or cache-list.",
-            object_schema::<GetSchemaArgs>(),
-        )
-        .with_title("Get an output schema")
-        .with_raw_output_schema(Arc::new(
-            serde_json::json!({"type": "object"}).as_object().cloned().unwrap_or_default(),
-        ))
-        .with_annotations(
-            ToolAnnotations::with_title("Get an output schema")
-                .read_only(true)
-                .destructive(false)
-                .idempotent(true)
-                .open_world(false),
-        ),
-    ]
+    <ToolName as strum::IntoEnumIterator>::iter()
+        .map(ToolName::tool)
+        .collect()
 }

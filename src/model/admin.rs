@@ -80,6 +80,11 @@ pub struct HostInfo {
     pub last_retry_after_ms: Option<u64>,
     /// The last HTTP status the host answered.
     pub last_status: Option<u16>,
+    /// The host's robots.txt `Crawl-delay` in milliseconds: the least gap between two
+    /// requests' starts, for feeds and articles alike; `null` when none applies.
+    pub crawl_delay_ms: Option<u64>,
+    /// When the crawl delay stops applying (the robots.txt is read again by then).
+    pub crawl_delay_until: Option<String>,
     /// When the state last changed (UTC RFC 3339).
     pub updated_at: String,
     /// When every part has lapsed and the entry is deleted.

@@ -275,4 +275,3 @@ pub struct ShowOutput {
     /// Non-fatal findings.
     pub warnings: Vec<Warning>,
 }
-

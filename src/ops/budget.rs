@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::feed::{estimate_tokens, truncate_chars};
-use crate::model::{FetchOutput, Item, ShowOutput};
+use crate::model::{ArticleOutput, ArticleResult, FetchOutput, Item, ShowOutput};
 
 /// Estimated tokens of `value` as sent: ceil(chars / 4) of its JSON.
 pub fn tokens_of<T: Serialize>(value: &T) -> usize {
@@ -120,9 +120,157 @@ pub fn check_item(out: &ShowOutput, budget: usize, overhead: usize) -> Result<()
     })
 }
 
+/// The longest prefix of `s` of at most `max` characters that ends at a paragraph break
+/// (else a line break, else a space, else anywhere); and its length in characters.
+pub fn cut_at_paragraph(s: &str, max: usize) -> (&str, usize) {
+    let end = match s.char_indices().nth(max) {
+        None => return (s, s.chars().count()),
+        Some((at, _)) => at,
+    };
+    let head = &s[..end];
+    let at = head
+        .rfind("\n\n")
+        .map(|i| i + 2)
+        .or_else(|| head.rfind('\n').map(|i| i + 1))
+        .or_else(|| head.rfind(' ').map(|i| i + 1))
+        .filter(|&i| i > 0)
+        .unwrap_or(end);
+    let kept = &s[..at];
+    (kept, kept.chars().count())
+}
+
+/// Starts `a`'s content `offset` characters in (the part after what an earlier call gave).
+pub fn skip_to(a: &mut ArticleResult, offset: usize) {
+    if offset == 0 {
+        return;
+    }
+    if let Some(c) = &mut a.content {
+        *c = c.chars().skip(offset).collect();
+        a.content_tokens_est = estimate_tokens(c);
+    }
+}
+
+/// Cuts `a`'s content (which starts `offset` characters into the article) to at most `max`
+/// characters at a paragraph break, saying where the rest starts.
+fn cut_article(a: &mut ArticleResult, max: usize, offset: usize) {
+    let Some(c) = &a.content else { return };
+    let total = c.chars().count();
+    if total <= max {
+        return;
+    }
+    let (kept, n) = cut_at_paragraph(c, max);
+    let kept = kept.to_owned();
+    a.content_tokens_est = estimate_tokens(&kept);
+    a.content = Some(kept);
+    a.content_truncated = true;
+    a.next_offset = Some(offset + n);
+}
+
+/// Fits `articles` (each starting `offset` characters in) into what `tokens` says is left
+/// of `target`, by cutting every content to one length at paragraph breaks: the longest
+/// that fits. `false` when not even empty contents fit.
+fn fit_contents<T: Clone + Serialize>(
+    out: &mut T,
+    target: usize,
+    offset: usize,
+    articles: fn(&mut T) -> Vec<&mut ArticleResult>,
+) -> bool {
+    let longest = {
+        let mut probe = out.clone();
+        articles(&mut probe)
+            .iter()
+            .filter_map(|a| a.content.as_ref().map(|c| c.chars().count()))
+            .max()
+            .unwrap_or(0)
+    };
+    let cut = |o: &T, max: usize| {
+        let mut o = o.clone();
+        for a in articles(&mut o) {
+            cut_article(a, max, offset);
+        }
+        o
+    };
+    match largest_fitting(longest, |c| tokens_of(&cut(out, c)) <= target) {
+        Some(c) => {
+            *out = cut(out, c);
+            true
+        }
+        None => false,
+    }
+}
+
+fn articles_of(out: &mut ArticleOutput) -> Vec<&mut ArticleResult> {
+    out.articles.iter_mut().collect()
+}
+
+fn item_articles(out: &mut FetchOutput) -> Vec<&mut ArticleResult> {
+    out.feeds
+        .iter_mut()
+        .flat_map(|f| f.items.iter_mut())
+        .filter_map(|i| i.article.as_deref_mut())
+        .collect()
+}
+
+fn show_article(out: &mut ShowOutput) -> Vec<&mut ArticleResult> {
+    out.item.article.as_deref_mut().into_iter().collect()
+}
+
+/// Fits an article result (plus `overhead` tokens) into `budget`: articles longer than
+/// their share come back cut at a paragraph, with `next_offset`; `RESPONSE_TOO_LARGE` when
+/// not even that fits.
+pub fn fit_articles(
+    out: &mut ArticleOutput,
+    budget: usize,
+    overhead: usize,
+    offset: usize,
+) -> Result<()> {
+    let estimated = tokens_of(out) + overhead;
+    if estimated <= budget {
+        return Ok(());
+    }
+    if fit_contents(out, target(budget, overhead), offset, articles_of) {
+        out.total_content_tokens_est = out.articles.iter().map(|a| a.content_tokens_est).sum();
+        return Ok(());
+    }
+    Err(Error::OverBudget {
+        estimated_tokens: estimated,
+        budget_tokens: budget,
+        suggested_limit: None,
+        suggested_max_content_chars: None,
+    })
+}
+
+/// Fits a fetch whose items carry articles: the articles are cut first (they share the
+/// feed's budget); then [`check`] as for any fetch.
+pub fn fit_fetch(out: &mut FetchOutput, budget: usize, overhead: usize) -> Result<()> {
+    if tokens_of(out) + overhead > budget && !item_articles(out).is_empty() {
+        fit_contents(out, target(budget, overhead), 0, item_articles);
+    }
+    check(out, budget, overhead)
+}
+
+/// Fits `get_item` with its article: the article is cut first, then [`check_item`].
+pub fn fit_item(out: &mut ShowOutput, budget: usize, overhead: usize) -> Result<()> {
+    if tokens_of(out) + overhead > budget && out.item.article.is_some() {
+        fit_contents(out, target(budget, overhead), 0, show_article);
+    }
+    check_item(out, budget, overhead)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_ends_at_a_paragraph_then_a_line_then_a_word() {
+        let s = "one two\n\nthree four\nfive six";
+        assert_eq!(cut_at_paragraph(s, 100), (s, 28));
+        assert_eq!(cut_at_paragraph(s, 20), ("one two\n\n", 9));
+        assert_eq!(cut_at_paragraph("one two\nthree", 10), ("one two\n", 8));
+        assert_eq!(cut_at_paragraph("one two three", 10), ("one two ", 8));
+        assert_eq!(cut_at_paragraph("abcdefghij", 4), ("abcd", 4));
+        assert_eq!(cut_at_paragraph("ééé ééé", 5), ("ééé ", 4));
+    }
 
     #[test]
     fn largest_fitting_finds_the_boundary() {

@@ -154,8 +154,7 @@ impl Context {
                 .map(|w| (w.code, w.message)),
         );
         let got = match ex.result {
-            Ok(resp) if resp.not_modified => match self.not_modified(&cache, cached, &resp).await
-            {
+            Ok(resp) if resp.not_modified => match self.not_modified(&cache, cached, &resp).await {
                 Ok(entry) => Got::Cached(entry, FeedStatus::NotModified),
                 Err(e) => Got::Failed(e),
             },
@@ -211,12 +210,12 @@ impl Context {
         };
         let meta = entry.meta.clone();
         let (etag, lm) = (resp.etag.clone(), resp.last_modified.clone());
-        let received = resp.received_ms;
+        let (received, freshness) = (resp.received_ms, resp.freshness);
         // `None` also when another process stored a newer body meanwhile: the entry is left
         // to it, and this call serves the copy it validated.
         let touched = blocking(move || {
             cache
-                .touch(&meta, etag.as_deref(), lm.as_deref(), received)
+                .touch(&meta, etag.as_deref(), lm.as_deref(), received, &freshness)
                 .ok()
         })
         .await
@@ -232,7 +231,11 @@ impl Context {
 
 /// Stores a fresh response as `key`'s cache entry (when a cache is in use), off the async
 /// threads; gives the response back, with a warning when the write failed.
-async fn store_fresh(cache: Option<&Cache>, key: &str, resp: Response) -> (Response, Option<String>) {
+async fn store_fresh(
+    cache: Option<&Cache>,
+    key: &str,
+    resp: Response,
+) -> (Response, Option<String>) {
     let Some(cache) = cache.cloned() else {
         return (resp, None);
     };
@@ -245,6 +248,7 @@ async fn store_fresh(cache: Option<&Cache>, key: &str, resp: Response) -> (Respo
             last_modified: resp.last_modified.as_deref(),
             content_type: resp.content_type.as_deref(),
             received_ms: resp.received_ms,
+            freshness: resp.freshness,
         };
         let warning = cache.store(&req, &resp.body).err().map(|e| e.to_string());
         (resp, warning)
@@ -262,6 +266,7 @@ async fn store_fresh(cache: Option<&Cache>, key: &str, resp: Response) -> (Respo
                 etag: None,
                 last_modified: None,
                 received_ms: 0,
+                freshness: Default::default(),
             },
             Some(e.to_string()),
         ),

@@ -74,24 +74,81 @@ pub async fn fetch_feeds(
 ) -> FetchOutput {
     let fetched_at = date::format(&Utc::now());
     let deadline = ctx.client.deadline();
-    let jobs: Vec<Job<Input>> = inputs
+    let jobs: Vec<Job<(usize, Input)>> = inputs
         .into_iter()
-        .map(|input| Job {
+        .enumerate()
+        .map(|(index, input)| Job {
             host: match &input.source {
                 Source::Http(url) => HostKey::from_url(url),
                 _ => None,
             },
-            payload: input,
+            payload: (index, input),
         })
         .collect();
-    let outcomes = run_batch(
-        jobs,
-        ctx.config.gate.host_concurrency,
-        |input| fetch_one(ctx, input, opts, deadline),
-        on_progress,
-    )
-    .await;
-    assemble(ctx, fetched_at, outcomes, opts)
+    // With `--articles`, an item's page is read as soon as its feed is in, beside the
+    // other feeds: the gate queues each page on its host like any send, so a strict
+    // host's pages never hold up another host's feeds.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize, Input)>();
+    let feeds = async move {
+        let outcomes = run_batch(
+            jobs,
+            ctx.config.gate.host_concurrency,
+            |(index, input)| {
+                let tx = &tx;
+                async move {
+                    let o = fetch_one(ctx, input, opts, deadline).await;
+                    if opts.articles.is_some() {
+                        for (i, item) in o.feed.items.iter().enumerate() {
+                            if let Some(url) = &item.url {
+                                let _ = tx.send((index, i, crate::inputs::classify(url)));
+                            }
+                        }
+                    }
+                    o
+                }
+            },
+            on_progress,
+        )
+        .await;
+        drop(tx);
+        outcomes
+    };
+    let pages = async {
+        let Some(aopts) = opts.articles else {
+            return Vec::new();
+        };
+        let mut running = futures::stream::FuturesUnordered::new();
+        let mut done = Vec::new();
+        let mut open = true;
+        loop {
+            tokio::select! {
+                msg = rx.recv(), if open => match msg {
+                    Some((f, i, input)) => running.push(async move {
+                        (f, i, super::article::read_one(ctx, input, &aopts, deadline).await)
+                    }),
+                    None => open = false,
+                },
+                Some(r) = futures::StreamExt::next(&mut running), if !running.is_empty() => done.push(r),
+                else => break,
+            }
+        }
+        done
+    };
+    let (mut outcomes, pages) = tokio::join!(feeds, pages);
+    let mut page_warnings = Vec::new();
+    for (f, i, page) in pages {
+        if let Some(item) = outcomes.get_mut(f).and_then(|o| o.feed.items.get_mut(i)) {
+            item.article = Some(Box::new(page.result));
+        }
+        page_warnings.extend(page.warnings.into_iter().map(|w| Warning {
+            feed_url: w.url,
+            code: w.code,
+            message: w.message,
+        }));
+    }
+    let mut out = assemble(ctx, fetched_at, outcomes, opts);
+    out.warnings.extend(page_warnings);
+    out
 }
 
 fn assemble(

@@ -18,6 +18,7 @@ fn info(s: &StoredHost, now_ms: u64) -> HostInfo {
     let live = |t: Option<u64>| t.filter(|&t| t > now_ms);
     let warm = live(s.warm_until_ms);
     let floor_until = live(s.floor_until_ms).filter(|_| s.floor_ms.is_some());
+    let crawl_until = live(s.crawl_delay_until_ms).filter(|_| s.crawl_delay_ms.is_some());
     HostInfo {
         host: s.host.clone(),
         cooling_down_until: live(s.next_allowed_ms).and_then(time),
@@ -27,6 +28,8 @@ fn info(s: &StoredHost, now_ms: u64) -> HostInfo {
         floor_until: floor_until.and_then(time),
         last_retry_after_ms: s.last_retry_after_ms.filter(|_| warm.is_some()),
         last_status: s.last_status,
+        crawl_delay_ms: s.crawl_delay_ms.filter(|_| crawl_until.is_some()),
+        crawl_delay_until: crawl_until.and_then(time),
         updated_at: time(s.updated_ms).unwrap_or_default(),
         lapses_at: s.lapses_ms().and_then(time),
     }

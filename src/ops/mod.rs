@@ -1,6 +1,7 @@
 //! The operations both front ends call: fetch, discover, show, cache. Behaviour lives here
 //! and is never forked into `cli` or `mcp`.
 
+mod article;
 pub mod budget;
 mod cached;
 mod discover;
@@ -20,6 +21,7 @@ use crate::http::Client;
 use crate::model::{CacheListOutput, SCHEMA_VERSION, Warning};
 use crate::payload::Payload;
 
+pub use article::{ArticleOptions, fetch_articles, read_item_article};
 pub use discover::discover;
 pub use fetch::fetch_feeds;
 pub use hosts::{hosts_clear, hosts_list};
@@ -38,6 +40,8 @@ pub struct Context {
     pub cache_warning: Option<String>,
     /// The resolved configuration.
     pub config: Config,
+    /// robots.txt rules read by this process, by origin.
+    pub(crate) robots: std::sync::Arc<article::RobotsMemo>,
 }
 
 impl Context {
@@ -59,6 +63,7 @@ impl Context {
             cache,
             cache_warning,
             config,
+            robots: Default::default(),
         })
     }
 
@@ -131,6 +136,9 @@ pub struct FetchOptions {
     pub cache: CacheMode,
     /// Serve a cached copy when the origin fails.
     pub stale_if_error: bool,
+    /// Read each returned item's page as an article too (`--articles`), with these
+    /// options; the feeds' deadline is theirs.
+    pub articles: Option<ArticleOptions>,
 }
 
 /// Lists the cache (`rss cache list`).

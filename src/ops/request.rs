@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{CacheMode, FetchOptions};
+use super::{ArticleOptions, CacheMode, FetchOptions};
 use crate::error::{Error, Result};
 use crate::feed::{ContentFormat, RenderOptions, Selection, parse_since};
 
@@ -26,9 +26,24 @@ pub struct FetchRequest {
     pub max_age: Option<Duration>,
     /// Serve a cached copy when the origin fails.
     pub stale_if_error: bool,
+    /// Read each returned item's page as an article too.
+    pub articles: bool,
+    /// Honour robots.txt for those page reads.
+    pub respect_robots: bool,
 }
 
 impl FetchRequest {
+    /// The options of `ops::fetch_articles` (the same cache and rendering flags).
+    pub fn article_options(&self) -> Result<ArticleOptions> {
+        let o = self.options()?;
+        Ok(ArticleOptions {
+            render: o.render,
+            cache: o.cache,
+            stale_if_error: o.stale_if_error,
+            respect_robots: self.respect_robots,
+        })
+    }
+
     /// The options of `ops::fetch_feeds`, or a usage error naming what is wrong.
     pub fn options(&self) -> Result<FetchOptions> {
         let since = self
@@ -47,17 +62,24 @@ impl FetchRequest {
             (_, _, Some(age)) => CacheMode::MaxAge(age),
             _ => CacheMode::Revalidate,
         };
+        let render = RenderOptions {
+            format: self.content,
+            max_content_chars: self.max_content_chars,
+        };
         Ok(FetchOptions {
             selection: Selection {
                 since,
                 limit: self.limit,
             },
-            render: RenderOptions {
-                format: self.content,
-                max_content_chars: self.max_content_chars,
-            },
+            render,
             cache,
             stale_if_error: self.stale_if_error,
+            articles: self.articles.then_some(super::ArticleOptions {
+                render,
+                cache,
+                stale_if_error: self.stale_if_error,
+                respect_robots: self.respect_robots,
+            }),
         })
     }
 }

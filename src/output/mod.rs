@@ -8,12 +8,12 @@ use serde_json::Value;
 
 mod text;
 
-pub use text::{advice, write_text};
+pub use text::{advice, write_article_text, write_text};
 
 use crate::error::Error;
 use crate::model::{
-    CacheListOutput, DiscoverOutput, FeedStatus, FetchOutput, HostsOutput, NdjsonItem,
-    NdjsonRecord, NdjsonSummary, ShowOutput,
+    ArticleOutput, ArticleResult, CacheListOutput, DiscoverOutput, FeedStatus, FetchOutput,
+    HostsOutput, NdjsonItem, NdjsonRecord, NdjsonSummary, ShowOutput,
 };
 
 /// How `rss fetch` prints its result.
@@ -50,6 +50,24 @@ pub fn write_fetch(
         Format::Json => write_json(out, result, pretty),
         Format::Ndjson => write_ndjson(out, result, records),
         Format::Text => write_text(out, result, color),
+    }
+}
+
+/// Writes an article result in `format` (ndjson: one article a line).
+pub fn write_articles(
+    out: &mut dyn Write,
+    result: &ArticleOutput,
+    format: Format,
+    pretty: bool,
+    color: bool,
+) -> io::Result<()> {
+    match format {
+        Format::Json => write_json(out, result, pretty),
+        Format::Ndjson => result
+            .articles
+            .iter()
+            .try_for_each(|a| write_json(out, a, false)),
+        Format::Text => write_article_text(out, result, color),
     }
 }
 
@@ -92,50 +110,58 @@ fn write_ndjson(out: &mut dyn Write, result: &FetchOutput, records: bool) -> io:
     Ok(())
 }
 
-/// The commands whose output has a schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The commands whose output has a schema: the one list (names and `all` derive from it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumIter, strum::IntoStaticStr)]
 pub enum SchemaKind {
     /// `rss fetch --format json`.
+    #[strum(serialize = "fetch")]
     Fetch,
     /// One line of `rss fetch --format ndjson`.
+    #[strum(serialize = "ndjson")]
     NdjsonItem,
     /// One line of `rss fetch --format ndjson --ndjson-records`.
+    #[strum(serialize = "ndjson-records")]
     NdjsonRecord,
+    /// `rss article --format json`.
+    #[strum(serialize = "article")]
+    Article,
+    /// One line of `rss article --format ndjson`.
+    #[strum(serialize = "article-ndjson")]
+    ArticleNdjson,
     /// `rss discover`.
+    #[strum(serialize = "discover")]
     Discover,
     /// `rss show`.
+    #[strum(serialize = "show")]
     Show,
     /// `rss cache list`.
+    #[strum(serialize = "cache-list")]
     CacheList,
     /// `rss hosts`.
+    #[strum(serialize = "hosts")]
     Hosts,
 }
 
 impl SchemaKind {
-    /// Every kind with its command-line name.
-    pub const ALL: [(&'static str, SchemaKind); 7] = [
-        ("fetch", SchemaKind::Fetch),
-        ("ndjson", SchemaKind::NdjsonItem),
-        ("ndjson-records", SchemaKind::NdjsonRecord),
-        ("discover", SchemaKind::Discover),
-        ("show", SchemaKind::Show),
-        ("cache-list", SchemaKind::CacheList),
-        ("hosts", SchemaKind::Hosts),
-    ];
+    /// Every kind, in documentation order.
+    pub fn all() -> impl Iterator<Item = SchemaKind> {
+        <SchemaKind as strum::IntoEnumIterator>::iter()
+    }
+
+    /// The command-line name (`rss schema --command NAME`).
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
 
     /// Parses a command name; a usage error naming the valid ones otherwise.
     pub fn parse(s: &str) -> Result<SchemaKind, Error> {
-        Self::ALL
-            .iter()
-            .find(|(n, _)| *n == s)
-            .map(|(_, k)| *k)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Self::ALL.iter().map(|(n, _)| *n).collect();
-                Error::usage(format!(
-                    "schema command {s:?} is not one of {}",
-                    names.join(", ")
-                ))
-            })
+        Self::all().find(|k| k.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Self::all().map(SchemaKind::name).collect();
+            Error::usage(format!(
+                "schema command {s:?} is not one of {}",
+                names.join(", ")
+            ))
+        })
     }
 }
 
@@ -147,6 +173,8 @@ pub fn schema(kind: SchemaKind) -> Value {
         SchemaKind::Fetch => generator.into_root_schema_for::<FetchOutput>(),
         SchemaKind::NdjsonItem => generator.into_root_schema_for::<NdjsonItem>(),
         SchemaKind::NdjsonRecord => generator.into_root_schema_for::<NdjsonRecord>(),
+        SchemaKind::Article => generator.into_root_schema_for::<ArticleOutput>(),
+        SchemaKind::ArticleNdjson => generator.into_root_schema_for::<ArticleResult>(),
         SchemaKind::Discover => generator.into_root_schema_for::<DiscoverOutput>(),
         SchemaKind::Show => generator.into_root_schema_for::<ShowOutput>(),
         SchemaKind::CacheList => generator.into_root_schema_for::<CacheListOutput>(),
@@ -157,9 +185,21 @@ pub fn schema(kind: SchemaKind) -> Value {
     value
 }
 
+/// Makes every property required, and keeps to JSON Schema 2020-12's own vocabulary: the
+/// generator's non-standard integer formats (`uint`, `uint64`, `uint16`, ...) become
+/// `minimum: 0` (signed ones are dropped: the type says enough).
 fn require_all(v: &mut Value) {
     match v {
         Value::Object(map) => {
+            if let Some(Value::String(f)) = map.get("format") {
+                let unsigned = f.starts_with("uint");
+                if unsigned || f.starts_with("int") || f == "double" || f == "float" {
+                    map.remove("format");
+                    if unsigned && !map.contains_key("minimum") {
+                        map.insert("minimum".to_owned(), Value::from(0));
+                    }
+                }
+            }
             if let Some(Value::Object(props)) = map.get("properties") {
                 let keys: Vec<Value> = props.keys().cloned().map(Value::String).collect();
                 map.insert("required".to_owned(), Value::Array(keys));

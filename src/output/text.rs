@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use crate::model::{ErrorObject, FeedStatus, FetchOutput};
+use crate::model::{ArticleOutput, ErrorObject, FeedStatus, FetchOutput};
 
 struct Paint(bool);
 
@@ -93,6 +93,59 @@ pub fn write_text(out: &mut dyn Write, result: &FetchOutput, color: bool) -> io:
     Ok(())
 }
 
+/// Writes articles for a person: per page its title, byline and date, then the article.
+pub fn write_article_text(
+    out: &mut dyn Write,
+    result: &ArticleOutput,
+    color: bool,
+) -> io::Result<()> {
+    let p = Paint(color);
+    for a in &result.articles {
+        writeln!(out, "{}", p.bold(a.title.as_deref().unwrap_or(&a.url)))?;
+        let mut by = Vec::new();
+        if !a.authors.is_empty() {
+            by.push(a.authors.join(", "));
+        }
+        if let Some(d) = &a.published {
+            by.push(d.get(..10).unwrap_or(d).to_owned());
+        }
+        if let Some(s) = &a.site_name {
+            by.push(s.clone());
+        }
+        by.push(format!("{} words", a.word_count));
+        writeln!(out, "{}", p.dim(&format!("{} — {}", a.url, by.join(" · "))))?;
+        if let Some(e) = &a.error {
+            let e = ErrorObject {
+                feed_url: e.url.clone(),
+                code: e.code.clone(),
+                message: e.message.clone(),
+                details: e.details.clone(),
+            };
+            writeln!(out, "  {} {}", p.red("failed:"), advice(&e))?;
+        }
+        if let Some(c) = &a.content {
+            writeln!(out, "\n{}", c.trim_end())?;
+        }
+        writeln!(out)?;
+    }
+    for w in &result.warnings {
+        let whom = w.url.as_deref().unwrap_or("run");
+        writeln!(
+            out,
+            "{} {whom}: {}",
+            p.yellow(&format!("warning {}", w.code)),
+            w.message
+        )?;
+    }
+    writeln!(
+        out,
+        "{} pages, {} failed, fetched {}",
+        result.articles.len(),
+        result.errors.len(),
+        result.fetched_at
+    )
+}
+
 /// One failure in plain words, with what to do about it.
 pub fn advice(e: &ErrorObject) -> String {
     let d = &e.details;
@@ -143,6 +196,18 @@ pub fn advice(e: &ErrorObject) -> String {
             ),
         },
         "INVALID_URL" => format!("{} — give an http(s) URL or a path to a file", e.message),
+        "NOT_AN_ARTICLE" => format!("{} — `rss fetch URL` reads it as a feed", e.message),
+        "UNSUPPORTED_CONTENT" => format!("{} — open it with a tool for that type", e.message),
+        "NO_READABLE_CONTENT" => format!(
+            "{} — an index page or a login wall; `rss discover URL` finds its feeds",
+            e.message
+        ),
+        "ROBOTS_DISALLOWED" => format!("{} — the site asks robots not to read it", e.message),
+        "PAGE_FETCH_FAILED" => match num("http_status") {
+            Some(404 | 410) => format!("{} — the page is gone", e.message),
+            Some(s) if s >= 500 => format!("{} — the server failed; try again later", e.message),
+            _ => e.message.clone(),
+        },
         "IO_ERROR" => format!("{} — check the path and its permissions", e.message),
         _ => e.message.clone(),
     }

@@ -474,6 +474,7 @@ fn the_cap_evicts_the_least_recently_fetched_entry_and_never_the_one_written() {
         let url = format!("https://x.example/{name}.xml");
         let req = rss::internals::StoreRequest {
             received_ms: 0,
+            freshness: Default::default(),
             feed_url: &url,
             final_url: &url,
             etag: None,
@@ -491,6 +492,7 @@ fn the_cap_evicts_the_least_recently_fetched_entry_and_never_the_one_written() {
     let url = "https://x.example/big.xml";
     let req = rss::internals::StoreRequest {
         received_ms: 0,
+        freshness: Default::default(),
         feed_url: url,
         final_url: url,
         etag: None,

@@ -368,8 +368,8 @@ fn usage_errors_are_json_for_scripts_and_words_when_asked() {
 
 #[test]
 fn every_subcommand_help_ends_with_examples() {
-    for sub in SUBCOMMANDS {
-        let out = rss_cmd().args([sub, "--help"]).output().unwrap();
+    for sub in subcommands() {
+        let out = rss_cmd().args([sub.as_str(), "--help"]).output().unwrap();
         assert!(out.status.success(), "{sub}");
         let help = String::from_utf8_lossy(&out.stdout);
         let examples = help.rsplit("Examples:").next().unwrap();

@@ -167,17 +167,10 @@ pub fn json(bytes: &[u8]) -> serde_json::Value {
 }
 
 /// Every subcommand of `rss`, as `--help` and the man page name them.
-pub const SUBCOMMANDS: [&str; 9] = [
-    "fetch",
-    "discover",
-    "show",
-    "schema",
-    "cache",
-    "hosts",
-    "mcp",
-    "completions",
-    "man",
-];
+/// Every subcommand, as the binary's own definition names them.
+pub fn subcommands() -> Vec<String> {
+    rss::internals::subcommands()
+}
 
 /// Polls `cond` every 20 ms until it holds; fails the test after 30 s, naming `what`.
 pub async fn wait_until(what: &str, cond: impl Fn() -> bool) {

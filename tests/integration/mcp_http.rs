@@ -115,10 +115,7 @@ async fn the_rmcp_client_initializes_lists_tools_and_fetches() {
     assert_eq!(info.server_info.as_ref().unwrap().name, "rss");
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(
-        names,
-        vec!["fetch_feed", "discover_feeds", "get_item", "get_schema"]
-    );
+    assert_eq!(names, rss::internals::tool_names());
     let r = fetch_feed(&client, &srv.url("/rss20.xml")).await;
     let doc = structured(&r);
     assert_eq!(doc["feeds"][0]["status"], "ok", "{doc}");
@@ -134,7 +131,8 @@ async fn the_python_sdk_client_initializes_lists_tools_and_fetches() {
     let srv = fixture_server().await;
     let server = HttpServer::start(&[]).await;
     let feed = srv.url("/rss20.xml");
-    run_python_client(&["--http", &server.url, TOKEN, &feed], &[]).await;
+    let article = srv.url("/articles/story.html");
+    run_python_client(&["--http", &server.url, TOKEN, &feed, &article], &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -382,7 +380,7 @@ fn bash_completion_offers_fetch_and_the_man_page_names_every_subcommand() {
     assert!(man.status.success());
     let page = String::from_utf8_lossy(&man.stdout);
     assert!(page.contains(".TH rss"), "{page}");
-    for sub in SUBCOMMANDS {
+    for sub in subcommands() {
         assert!(
             page.contains(&format!("rss\\-{sub}(1)")),
             "the man page does not name {sub}"

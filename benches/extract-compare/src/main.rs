@@ -129,6 +129,19 @@ fn readable_readability(html: &str) -> String {
     node.to_string()
 }
 
+fn rss_article(html: &str) -> String {
+    rss::internals::article_content(html, PAGE_URL, rss::ContentFormat::Html).unwrap_or_default()
+}
+
+fn rss_article_text(html: &str) -> String {
+    rss::internals::article_content(html, PAGE_URL, rss::ContentFormat::Text).unwrap_or_default()
+}
+
+fn rss_article_markdown(html: &str) -> String {
+    rss::internals::article_content(html, PAGE_URL, rss::ContentFormat::Markdown)
+        .unwrap_or_default()
+}
+
 fn main() {
     let pages = load();
     println!("{} readerable pages", pages.len());
@@ -138,8 +151,35 @@ fn main() {
         ("trafilatura 0.6 +fallback", trafilatura_fallback),
         ("rs-trafilatura 0.2", rs_trafilatura),
         ("readable-readability 0.4", readable_readability),
+        ("rss article (--content html)", rss_article),
+        ("rss article (--content text)", rss_article_text),
+        ("rss article (--content markdown)", rss_article_markdown),
     ];
     let only = std::env::args().nth(2);
+    if let Some(name) = only.as_deref().and_then(|o| o.strip_prefix("diff:")) {
+        let page = pages.iter().find(|p| p.name == name).expect("a page of that name");
+        let theirs = words(&rss::internals::html_to_plain(&dom_smoothie(&page.source)));
+        let ours = words(&rss_article_text(&page.source));
+        let bag = |v: &[String]| {
+            let mut m: HashMap<String, i64> = HashMap::new();
+            for w in v {
+                *m.entry(w.clone()).or_default() += 1;
+            }
+            m
+        };
+        let (t, o) = (bag(&theirs), bag(&ours));
+        let mut missing: Vec<_> = t.iter().filter(|(w, n)| o.get(*w).copied().unwrap_or(0) < **n).map(|(w, n)| (w.clone(), n - o.get(w).copied().unwrap_or(0))).collect();
+        let mut extra: Vec<_> = o.iter().filter(|(w, n)| t.get(*w).copied().unwrap_or(0) < **n).map(|(w, n)| (w.clone(), n - t.get(w).copied().unwrap_or(0))).collect();
+        missing.sort_by(|a, b| b.1.cmp(&a.1));
+        extra.sort_by(|a, b| b.1.cmp(&a.1));
+        std::fs::write("/tmp/theirs.html", dom_smoothie(&page.source)).unwrap();
+        std::fs::write("/tmp/ours.txt", rss_article_text(&page.source)).unwrap();
+        std::fs::write("/tmp/ours.md", rss_article_markdown(&page.source)).unwrap();
+        println!("theirs {} words, ours {}", theirs.len(), ours.len());
+        println!("missing from ours: {:?}", &missing[..missing.len().min(40)]);
+        println!("extra in ours: {:?}", &extra[..extra.len().min(40)]);
+        return;
+    }
     for (name, extract) in candidates {
         let (mut fs, mut ps, mut rs) = (0.0, 0.0, 0.0);
         let mut took = Duration::ZERO;
@@ -148,7 +188,12 @@ fn main() {
             let started = Instant::now();
             let html = std::panic::catch_unwind(|| extract(&page.source)).unwrap_or_default();
             took += started.elapsed();
-            let got = words(&rss::internals::html_to_plain(&html));
+            // Text and markdown are scored as they are (a `<` in them is no tag).
+            let got = if name.contains("text") || name.contains("markdown") {
+                words(&html)
+            } else {
+                words(&rss::internals::html_to_plain(&html))
+            };
             let (p, r, f) = score(&got, &page.expected);
             fs += f;
             ps += p;

@@ -1,0 +1,271 @@
+//! A fetched page → its readable article and metadata. The extraction is one function of a
+//! kept crate ([`extract`]); the metadata is read from the page's own words ([`meta`]); the
+//! article goes through the same safe renderers as item bodies, with links and images made
+//! absolute against the page's `<base href>` or final URL. What is not an article is said
+//! so: a feed (`NOT_AN_ARTICLE`), a body that is not a web page (`UNSUPPORTED_CONTENT`,
+//! refused from its headers or first bytes before the rest is read), a page with no
+//! article (`NO_READABLE_CONTENT`). `robots` holds the robots.txt rules for reads a model
+//! asks for. This module does no I/O.
+
+mod extract;
+mod meta;
+pub(crate) mod robots;
+
+use sha2::{Digest, Sha256};
+use url::Url;
+
+use crate::error::{Error, Result};
+use crate::feed::{self, ContentFormat, RenderOptions};
+use crate::payload::Payload;
+
+/// Fewer words than this on a page Readability does not find readable is no article.
+const MIN_WORDS: usize = 100;
+
+/// A page read as an article.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Article {
+    /// The title, plain text.
+    pub title: Option<String>,
+    /// Author names.
+    pub authors: Vec<String>,
+    /// Publication time (UTC RFC 3339), when it parses.
+    pub published: Option<String>,
+    /// The site's name.
+    pub site_name: Option<String>,
+    /// The page's language.
+    pub language: Option<String>,
+    /// The canonical URL, absolute.
+    pub canonical_url: Option<String>,
+    /// A short description, plain text.
+    pub excerpt: Option<String>,
+    /// The lead image, absolute.
+    pub lead_image: Option<String>,
+    /// The article rendered as asked (`None` for `ContentFormat::None`).
+    pub content: Option<String>,
+    /// 16 hex of sha256 of the extracted article HTML.
+    pub content_hash: String,
+    /// Words in the article.
+    pub word_count: usize,
+}
+
+/// The `Content-Type` essence: `text/html` of `text/html; charset=utf-8`.
+fn essence(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// What the first bytes of a body say it is, when they say something other than text.
+fn sniff(first: &[u8]) -> Option<&'static str> {
+    let magic: [(&[u8], &str); 14] = [
+        (b"%PDF-", "application/pdf"),
+        (b"\x89PNG\r\n\x1a\n", "image/png"),
+        (b"GIF87a", "image/gif"),
+        (b"GIF89a", "image/gif"),
+        (b"\xff\xd8\xff", "image/jpeg"),
+        (b"ID3", "audio/mpeg"),
+        (b"OggS", "audio/ogg"),
+        (b"fLaC", "audio/flac"),
+        (b"PK\x03\x04", "application/zip"),
+        (b"\x1f\x8b", "application/gzip"),
+        (b"%!PS", "application/postscript"),
+        (b"\x1a\x45\xdf\xa3", "video/webm"),
+        (b"wOFF", "font/woff"),
+        (b"wOF2", "font/woff2"),
+    ];
+    if let Some((_, t)) = magic.iter().find(|(m, _)| first.starts_with(m)) {
+        return Some(t);
+    }
+    if first.len() >= 12 && &first[4..8] == b"ftyp" {
+        return Some("video/mp4");
+    }
+    if first.len() >= 12 && first.starts_with(b"RIFF") {
+        return Some(match &first[8..12] {
+            b"WEBP" => "image/webp",
+            b"WAVE" => "audio/wav",
+            b"AVI " => "video/x-msvideo",
+            _ => "application/octet-stream",
+        });
+    }
+    // Text has no NUL bytes in its first bytes (UTF-16 would, and is refused as binary).
+    first
+        .iter()
+        .take(1024)
+        .any(|&b| b == 0)
+        .then_some("application/octet-stream")
+}
+
+/// Types a page may be read as: HTML, and what might turn out to be a feed (XML, JSON) or
+/// HTML served under a careless type (text).
+fn readable_type(mime: &str) -> bool {
+    matches!(
+        mime,
+        "text/html" | "application/xhtml+xml" | "application/xml" | "text/xml" | "application/json"
+    ) || mime.ends_with("+xml")
+        || mime.ends_with("+json")
+        || mime.starts_with("text/")
+}
+
+/// The body check of a page fetch ([`crate::http::Refuse`]): a type that is not a web page
+/// is refused from the header alone (a PDF is never downloaded), a body whose first bytes
+/// are a known binary format from those bytes.
+pub(crate) fn refuse(content_type: Option<&str>, first: &[u8]) -> Option<String> {
+    let mime = content_type.map(essence).filter(|m| !m.is_empty());
+    if let Some(m) = &mime
+        && !readable_type(m)
+    {
+        return Some(m.clone());
+    }
+    if first.is_empty() {
+        return None;
+    }
+    sniff(first).map(|t| match &mime {
+        // The bytes outrank a text type that does not fit them.
+        Some(m) if m != t => format!("{t} (served as {m})"),
+        _ => t.to_owned(),
+    })
+}
+
+/// Whether `body` starts like a feed document (so it is worth trying to parse as one).
+fn looks_like_feed(body: &Payload, content_type: Option<&str>) -> bool {
+    let mime = content_type.map(essence).unwrap_or_default();
+    if mime.contains("rss")
+        || mime.contains("atom")
+        || mime.contains("feed")
+        || mime.contains("xml")
+        || mime.contains("json")
+    {
+        return true;
+    }
+    let head = body.head(512);
+    let text = String::from_utf8_lossy(&head);
+    let t = text.trim_start_matches('\u{feff}').trim_start();
+    t.starts_with("<?xml")
+        || t.starts_with("<rss")
+        || t.starts_with("<feed")
+        || t.starts_with("<rdf")
+        || t.starts_with('{')
+}
+
+/// Counts the words of plain text.
+fn words(text: &str) -> usize {
+    text.split_whitespace().count()
+}
+
+/// The share of an article's text that is link text (an index page is mostly links).
+fn link_share(html: &str) -> f64 {
+    use crate::html::{Token, Tokenizer};
+    let (mut all, mut linked, mut depth) = (0usize, 0usize, 0usize);
+    for tok in Tokenizer::new(html) {
+        match tok {
+            Token::Start {
+                name, self_closing, ..
+            } if name == "a" && !self_closing => depth += 1,
+            Token::End(name) if name == "a" => depth = depth.saturating_sub(1),
+            Token::Text(t) => {
+                let n = words(t);
+                all += n;
+                if depth > 0 {
+                    linked += n;
+                }
+            }
+            _ => {}
+        }
+    }
+    if all == 0 {
+        1.0
+    } else {
+        linked as f64 / all as f64
+    }
+}
+
+/// Reads the page `body` (served as `content_type`, finally from `final_url`) as an article
+/// rendered by `render`. Its content is not cut here (callers cut it: characters, or a token
+/// budget at a paragraph).
+pub(crate) fn read(
+    body: Payload,
+    content_type: Option<&str>,
+    final_url: &Url,
+    render: RenderOptions,
+) -> Result<Article> {
+    if let Some(ct) = refuse(content_type, &body.head(1024)) {
+        return Err(Error::UnsupportedContent {
+            url: final_url.to_string(),
+            content_type: ct,
+        });
+    }
+    if looks_like_feed(&body, content_type)
+        && let Ok(feed) = feed::parse(body.clone(), content_type, Some(final_url))
+    {
+        return Err(Error::NotAnArticle {
+            url: final_url.to_string(),
+            format: feed.format.to_owned(),
+        });
+    }
+    let html = feed::decode::to_utf8(body, content_type);
+    let meta = meta::read(&html, final_url);
+    let base = meta.base.clone().unwrap_or_else(|| final_url.clone());
+    let (found, readerable) = extract::extract(&html, &base);
+    let no_article = |title: Option<String>| Error::NoReadableContent {
+        url: final_url.to_string(),
+        title,
+    };
+    let Some(x) = found else {
+        return Err(no_article(meta.title.clone()));
+    };
+    let text = feed::render::to_plain(&x.html);
+    let word_count = words(&text);
+    if !readerable && (word_count < MIN_WORDS || link_share(&x.html) > 0.5) {
+        return Err(no_article(meta.title.clone().or(x.title)));
+    }
+    if word_count == 0 {
+        return Err(no_article(meta.title.clone().or(x.title)));
+    }
+    let content = match render.format {
+        ContentFormat::None => None,
+        ContentFormat::Html => Some(feed::render::sanitize_html(&x.html, Some(&base))),
+        ContentFormat::Text => Some(feed::render::to_text(&x.html, Some(&base)).unwrap_or(text)),
+        ContentFormat::Markdown => Some(
+            feed::render::to_markdown(&x.html, Some(&base))
+                .unwrap_or_else(|_| feed::render::text_to_markdown(&text)),
+        ),
+    };
+    let plain = |s: Option<String>| {
+        s.map(|s| feed::render::to_plain(&s))
+            .filter(|s| !s.is_empty())
+    };
+    let absolute = |s: Option<String>| {
+        s.and_then(|u| crate::urls::content_link(u.trim(), Some(&base)))
+            .filter(|u| matches!(u.scheme(), "http" | "https"))
+            .map(String::from)
+    };
+    let published = meta
+        .published
+        .or(x.published)
+        .and_then(|p| feed::date::parse(&p))
+        .map(|t| feed::date::format(&t));
+    let authors = if meta.authors.is_empty() {
+        plain(x.byline).into_iter().collect()
+    } else {
+        meta.authors
+    };
+    Ok(Article {
+        title: plain(meta.title.or(x.title)),
+        authors,
+        published,
+        site_name: plain(meta.site_name.or(x.site_name)),
+        language: meta.language.or(x.lang),
+        canonical_url: meta.canonical_url,
+        excerpt: plain(meta.excerpt.or(x.excerpt)),
+        lead_image: meta.lead_image.or_else(|| absolute(x.image)),
+        content,
+        content_hash: hex::encode(&Sha256::digest(x.html.as_bytes())[..8]),
+        word_count,
+    })
+}
+
+#[cfg(test)]
+mod tests;

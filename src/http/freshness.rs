@@ -1,0 +1,123 @@
+//! How long a response says it stays fresh (RFC 9111): `Cache-Control: max-age` (or
+//! `s-maxage` is ignored: we are a private cache), else `Expires` minus `Date`, less `Age`;
+//! `no-store`, `no-cache` and `must-revalidate` as the server says. Unparsable values are
+//! ignored, never an error.
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{self, HeaderMap};
+
+/// What a response says about its own freshness.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Freshness {
+    /// How long from its arrival the response may be served without asking again, as the
+    /// server says (`None`: it says nothing).
+    pub lifetime: Option<Duration>,
+    /// `no-store`: it must not be kept at all.
+    pub no_store: bool,
+    /// `no-cache` (or `must-revalidate` once stale): every use asks the origin first.
+    pub no_cache: bool,
+}
+
+fn header(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+}
+
+/// Reads the freshness headers of a response that arrived at `now`.
+pub fn read(headers: &HeaderMap, now: SystemTime) -> Freshness {
+    let mut f = Freshness::default();
+    let mut max_age = None;
+    for cc in headers.get_all(header::CACHE_CONTROL) {
+        let Ok(cc) = cc.to_str() else { continue };
+        for directive in cc.split(',') {
+            let (name, value) = match directive.split_once('=') {
+                Some((n, v)) => (n.trim(), Some(v.trim().trim_matches('"'))),
+                None => (directive.trim(), None),
+            };
+            match name.to_ascii_lowercase().as_str() {
+                "no-store" => f.no_store = true,
+                "no-cache" => f.no_cache = true,
+                "must-revalidate" | "proxy-revalidate" => {}
+                "max-age" => {
+                    if let Some(secs) = value.and_then(|v| v.parse::<u64>().ok()) {
+                        max_age = Some(Duration::from_secs(secs));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let age = header(headers, header::AGE)
+        .and_then(|a| a.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or_default();
+    let lifetime = max_age.or_else(|| {
+        let expires = httpdate::parse_http_date(header(headers, header::EXPIRES)?).ok();
+        let date = header(headers, header::DATE)
+            .and_then(|d| httpdate::parse_http_date(d).ok())
+            .unwrap_or(now);
+        // An `Expires` that does not parse (often "0" or "-1") means already stale.
+        Some(expires.map_or(Duration::ZERO, |e| {
+            e.duration_since(date).unwrap_or(Duration::ZERO)
+        }))
+    });
+    f.lifetime = lifetime.map(|l| l.saturating_sub(age));
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn max_age_wins_and_age_is_taken_off() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let f = read(
+            &headers(&[("cache-control", "public, max-age=300"), ("age", "100")]),
+            now,
+        );
+        assert_eq!(f.lifetime, Some(Duration::from_secs(200)));
+        let date = httpdate::fmt_http_date(now);
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(60));
+        let f = read(
+            &headers(&[("expires", &later), ("date", &date), ("age", "10")]),
+            now,
+        );
+        assert_eq!(f.lifetime, Some(Duration::from_secs(50)));
+        let f = read(
+            &headers(&[("cache-control", "max-age=60"), ("expires", &later)]),
+            now,
+        );
+        assert_eq!(f.lifetime, Some(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn no_store_no_cache_and_bad_values_are_read_as_the_server_means_them() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let f = read(&headers(&[("cache-control", "no-store")]), now);
+        assert!(f.no_store);
+        let f = read(&headers(&[("cache-control", "No-Cache, max-age=60")]), now);
+        assert!(f.no_cache);
+        assert_eq!(
+            read(&headers(&[("expires", "0")]), now).lifetime,
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            read(&headers(&[("cache-control", "max-age=soon")]), now).lifetime,
+            None
+        );
+        assert_eq!(read(&HeaderMap::new(), now), Freshness::default());
+    }
+}

@@ -1,0 +1,492 @@
+//! `fetch_articles`: pages through the cache and the gate, each reduced to its readable
+//! article; robots.txt consulted first when asked (the MCP server always asks).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::time::Instant;
+use url::Url;
+
+use super::cached::{CachedGet, Got};
+use super::{CacheMode, Context, compute};
+use crate::article::{self, robots::Robots};
+use crate::cache::{Entry, Kind};
+use crate::error::Error;
+use crate::feed::{self, RenderOptions, date, estimate_tokens, truncate_chars};
+use crate::gate::HostKey;
+use crate::inputs::{Input, Source};
+use crate::model::{
+    ArticleOutput, ArticleResult, FeedStatus, PageWarning, SCHEMA_VERSION, WarningCode,
+};
+use crate::payload::Payload;
+use crate::schedule::{Job, run_batch};
+
+/// What the `Accept` header asks for when fetching a page to read.
+const ACCEPT_ARTICLE: &str = "text/html, application/xhtml+xml;q=0.9, */*;q=0.5";
+/// What the `Accept` header asks for when fetching a robots.txt.
+const ACCEPT_ROBOTS: &str = "text/plain, */*;q=0.5";
+/// How long a robots.txt is trusted when it says nothing of its own freshness.
+const ROBOTS_FRESHNESS: Duration = Duration::from_secs(24 * 3600);
+/// How long a robots.txt that could not be read (`5xx`, no answer) disallows its host.
+const ROBOTS_FAILURE_HOLD: Duration = Duration::from_secs(60);
+
+/// Options of `fetch_articles`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ArticleOptions {
+    /// `--content` and `--max-content-chars`.
+    pub render: RenderOptions,
+    /// How the cache is used.
+    pub cache: CacheMode,
+    /// Serve a cached copy when the origin fails.
+    pub stale_if_error: bool,
+    /// Read the page host's robots.txt first and honour it (the MCP server; the CLI with
+    /// `--respect-robots`).
+    pub respect_robots: bool,
+}
+
+/// What a host's robots.txt allows, as this process last read it.
+#[derive(Debug, Clone)]
+pub(crate) enum RobotsRead {
+    /// Read (or a `4xx`: allow all), until its freshness ends.
+    Rules(Arc<Robots>),
+    /// Could not be read: every page of the host is disallowed for now, because of this.
+    Unavailable(String),
+}
+
+/// Parsed robots.txt rules by origin, with when each stops being trusted.
+pub(crate) type RobotsMemo =
+    std::sync::Mutex<std::collections::HashMap<String, (RobotsRead, Instant)>>;
+
+/// One page's result with its warnings.
+pub(crate) struct PageOutcome {
+    pub result: ArticleResult,
+    pub warnings: Vec<PageWarning>,
+}
+
+pub(crate) fn blank(url: &str, format: feed::ContentFormat) -> ArticleResult {
+    ArticleResult {
+        url: crate::error::echo(url),
+        final_url: None,
+        status: FeedStatus::Error,
+        from_cache: false,
+        title: None,
+        authors: Vec::new(),
+        published: None,
+        site_name: None,
+        language: None,
+        canonical_url: None,
+        excerpt: None,
+        lead_image: None,
+        content: None,
+        content_format: format.as_str().to_owned(),
+        content_tokens_est: 0,
+        content_hash: None,
+        content_truncated: false,
+        word_count: 0,
+        next_offset: None,
+        error: None,
+        attempts: 0,
+        gate_wait_ms: 0,
+        cached_at: None,
+        cache_age_seconds: None,
+    }
+}
+
+impl PageOutcome {
+    fn failed(url: &str, err: &Error, opts: &ArticleOptions) -> PageOutcome {
+        let mut result = blank(url, opts.render.format);
+        result.error = Some(err.to_page_object(Some(url)));
+        PageOutcome {
+            result,
+            warnings: Vec::new(),
+        }
+    }
+
+    fn warn(&mut self, code: WarningCode, message: impl Into<String>) {
+        self.warnings.push(PageWarning {
+            url: Some(self.result.url.clone()),
+            code,
+            message: message.into(),
+        });
+    }
+}
+
+/// Reads every input as an article (in request order in the output), pacing each host
+/// through the gate. `on_progress(done, total)` is called as pages finish.
+pub async fn fetch_articles(
+    ctx: &Context,
+    inputs: Vec<Input>,
+    opts: &ArticleOptions,
+    on_progress: &(dyn Fn(usize, usize) + Sync),
+) -> ArticleOutput {
+    let fetched_at = date::format(&Utc::now());
+    let outcomes = read_batch(ctx, inputs, opts, ctx.client.deadline(), on_progress).await;
+    let mut out = ArticleOutput {
+        schema_version: SCHEMA_VERSION.to_owned(),
+        fetched_at,
+        total_content_tokens_est: 0,
+        articles: Vec::with_capacity(outcomes.len()),
+        errors: Vec::new(),
+        warnings: ctx
+            .standing_warnings()
+            .into_iter()
+            .map(PageWarning::from)
+            .collect(),
+    };
+    for o in outcomes {
+        out.total_content_tokens_est += o.result.content_tokens_est;
+        if let Some(e) = &o.result.error {
+            out.errors.push(e.clone());
+        }
+        out.warnings.extend(o.warnings);
+        out.articles.push(o.result);
+    }
+    out
+}
+
+/// Reads a batch of pages, one queue per host, within `deadline`; results in input order.
+pub(crate) async fn read_batch(
+    ctx: &Context,
+    inputs: Vec<Input>,
+    opts: &ArticleOptions,
+    deadline: Instant,
+    on_progress: &(dyn Fn(usize, usize) + Sync),
+) -> Vec<PageOutcome> {
+    let jobs: Vec<Job<Input>> = inputs
+        .into_iter()
+        .map(|input| Job {
+            host: match &input.source {
+                Source::Http(url) => HostKey::from_url(url),
+                _ => None,
+            },
+            payload: input,
+        })
+        .collect();
+    run_batch(
+        jobs,
+        ctx.config.gate.host_concurrency,
+        |input| read_one(ctx, input, opts, deadline),
+        on_progress,
+    )
+    .await
+}
+
+pub(crate) async fn read_one(
+    ctx: &Context,
+    input: Input,
+    opts: &ArticleOptions,
+    deadline: Instant,
+) -> PageOutcome {
+    let url = input.feed_url;
+    match input.source {
+        Source::Invalid(err) => PageOutcome::failed(&url, &err, opts),
+        Source::File(path) => match ctx.read_local(&url, &path).await {
+            Ok(body) => {
+                let file_url = Url::from_file_path(std::path::absolute(&path).unwrap_or(path))
+                    .unwrap_or_else(|_| Url::parse("file:///").expect("a valid URL"));
+                from_body(&url, body, Some("text/html".to_owned()), file_url, opts).await
+            }
+            Err(e) => PageOutcome::failed(&url, &e, opts),
+        },
+        Source::Http(page) => read_http(ctx, &url, page, opts, deadline).await,
+    }
+}
+
+/// Reads `body` as an article, off the async threads.
+async fn from_body(
+    url: &str,
+    body: Payload,
+    content_type: Option<String>,
+    final_url: Url,
+    opts: &ArticleOptions,
+) -> PageOutcome {
+    let render = opts.render;
+    let doc_url = final_url.clone();
+    let read = compute(move || {
+        article::read(
+            body,
+            content_type.as_deref(),
+            &doc_url,
+            RenderOptions {
+                max_content_chars: None,
+                ..render
+            },
+        )
+    })
+    .await
+    .and_then(|r| r);
+    let a = match read {
+        Ok(a) => a,
+        Err(e) => {
+            let mut o = PageOutcome::failed(url, &e, opts);
+            o.result.final_url = Some(final_url.to_string());
+            return o;
+        }
+    };
+    let mut content = a.content;
+    let mut truncated = false;
+    if let (Some(c), Some(max)) = (&mut content, opts.render.max_content_chars) {
+        truncated = truncate_chars(c, max);
+    }
+    let result = ArticleResult {
+        status: FeedStatus::Ok,
+        final_url: Some(final_url.to_string()),
+        title: a.title,
+        authors: a.authors,
+        published: a.published,
+        site_name: a.site_name,
+        language: a.language,
+        canonical_url: a.canonical_url,
+        excerpt: a.excerpt,
+        lead_image: a.lead_image,
+        content_tokens_est: content.as_deref().map_or(0, estimate_tokens),
+        content,
+        content_hash: Some(a.content_hash),
+        content_truncated: truncated,
+        word_count: a.word_count,
+        ..blank(url, opts.render.format)
+    };
+    PageOutcome {
+        result,
+        warnings: Vec::new(),
+    }
+}
+
+/// Serves a cached page as `status`.
+async fn from_entry(
+    url: &str,
+    entry: Entry,
+    status: FeedStatus,
+    opts: &ArticleOptions,
+) -> PageOutcome {
+    let final_url = Url::parse(&entry.meta.final_url).ok();
+    let cached_at = entry.meta.fetched_at.clone();
+    let age = entry.meta.age(Utc::now()).map(|d| d.as_secs());
+    let Some(final_url) = final_url else {
+        let err = Error::internal("a cached page has no valid final URL");
+        return PageOutcome::failed(url, &err, opts);
+    };
+    let mut o = from_body(
+        url,
+        entry.body,
+        entry.meta.content_type.clone(),
+        final_url,
+        opts,
+    )
+    .await;
+    if o.result.status == FeedStatus::Ok {
+        o.result.status = status;
+    }
+    o.result.from_cache = true;
+    o.result.cached_at = Some(cached_at);
+    o.result.cache_age_seconds = age;
+    o
+}
+
+async fn read_http(
+    ctx: &Context,
+    url: &str,
+    page: Url,
+    opts: &ArticleOptions,
+    deadline: Instant,
+) -> PageOutcome {
+    if opts.respect_robots
+        && let Err(e) = ctx.robots_allow(&page, deadline).await
+    {
+        return PageOutcome::failed(url, &e, opts);
+    }
+    let f = ctx
+        .cached_get(CachedGet {
+            kind: Kind::Page,
+            key: url,
+            url: page,
+            mode: opts.cache,
+            stale_if_error: opts.stale_if_error,
+            since: None,
+            deadline,
+            accept: ACCEPT_ARTICLE,
+            refuse: Some(article::refuse),
+        })
+        .await;
+    let mut o = match f.got {
+        Got::Cached(entry, status) => from_entry(url, entry, status, opts).await,
+        Got::Stale(entry) => from_entry(url, entry, FeedStatus::Stale, opts).await,
+        Got::Fresh(resp) => {
+            from_body(url, resp.body, resp.content_type, resp.final_url, opts).await
+        }
+        Got::Failed(err) => PageOutcome::failed(url, &err, opts),
+    };
+    o.result.attempts = f.attempts;
+    o.result.gate_wait_ms = f.gate_wait.as_millis() as u64;
+    for (code, msg) in f.warnings {
+        o.warn(code, msg);
+    }
+    tracing::info!(
+        url,
+        status = ?o.result.status,
+        error = o.result.error.as_ref().map(|e| e.code.as_str()),
+        attempts = o.result.attempts,
+        gate_wait_ms = o.result.gate_wait_ms,
+        words = o.result.word_count,
+        "read"
+    );
+    o
+}
+
+/// Reads `item`'s page as an article (`get_item` with `article: true`); an item with no
+/// page gets an error result saying so.
+pub async fn read_item_article(
+    ctx: &Context,
+    item: &crate::model::Item,
+    opts: &ArticleOptions,
+) -> (ArticleResult, Vec<crate::model::Warning>) {
+    let Some(url) = &item.url else {
+        let err = Error::InvalidUrl {
+            input: String::new(),
+            reason: "the item has no url to read".to_owned(),
+            source: None,
+        };
+        return (PageOutcome::failed("", &err, opts).result, Vec::new());
+    };
+    let o = read_one(
+        ctx,
+        crate::inputs::classify(url),
+        opts,
+        ctx.client.deadline(),
+    )
+    .await;
+    let warnings = o
+        .warnings
+        .into_iter()
+        .map(|w| crate::model::Warning::new(w.url, w.code, w.message))
+        .collect();
+    (o.result, warnings)
+}
+
+impl Context {
+    /// Whether the robots.txt of `page`'s origin lets us read it: `Ok`, or
+    /// `ROBOTS_DISALLOWED` naming the rule (or why the robots.txt could not be read).
+    pub(crate) async fn robots_allow(
+        &self,
+        page: &Url,
+        deadline: Instant,
+    ) -> crate::error::Result<()> {
+        let Some(robots_url) = article::robots::robots_url(page) else {
+            return Ok(());
+        };
+        let origin = robots_url.as_str().to_owned();
+        let known = {
+            let memo = self.robots.lock().unwrap_or_else(|e| e.into_inner());
+            memo.get(&origin)
+                .filter(|(_, until)| Instant::now() < *until)
+                .map(|(r, _)| r.clone())
+        };
+        let read = match known {
+            Some(r) => r,
+            None => {
+                let (read, trusted_for) = self.read_robots(page, &robots_url, deadline).await;
+                let mut memo = self.robots.lock().unwrap_or_else(|e| e.into_inner());
+                if memo.len() > 4096 {
+                    let now = Instant::now();
+                    memo.retain(|_, (_, until)| now < *until);
+                }
+                memo.insert(origin.clone(), (read.clone(), Instant::now() + trusted_for));
+                read
+            }
+        };
+        let disallow = |rule: Option<String>, reason: String| Error::RobotsDisallowed {
+            url: page.to_string(),
+            robots_url: origin.clone(),
+            rule,
+            reason,
+        };
+        match read {
+            RobotsRead::Rules(r) => match r.disallowed(page) {
+                None => Ok(()),
+                Some(rule) => Err(disallow(Some(rule.clone()), rule)),
+            },
+            RobotsRead::Unavailable(why) => Err(disallow(None, why)),
+        }
+    }
+
+    /// Fetches and parses `robots_url` (through the cache and the gate); the rules and for
+    /// how long to trust them. A crawl delay it sets is taught to the gate for the host.
+    async fn read_robots(
+        &self,
+        page: &Url,
+        robots_url: &Url,
+        deadline: Instant,
+    ) -> (RobotsRead, Duration) {
+        let token = article::robots::agent_token(&self.config.user_agent);
+        let key = robots_url.as_str();
+        let now_ms = crate::cache::now_ms();
+        // A copy still fresh is parsed with no request.
+        let cache = self.cache_of(Kind::Robots, CacheMode::Revalidate);
+        let (cached, _) = super::cached::load(cache.as_ref(), key).await;
+        let fresh = |e: &Entry| {
+            let until = e.meta.fresh_until_ms.unwrap_or(
+                e.meta
+                    .received_ms
+                    .saturating_add(ROBOTS_FRESHNESS.as_millis() as u64),
+            );
+            (now_ms < until).then(|| Duration::from_millis(until - now_ms))
+        };
+        let (body, trusted_for) = match cached.as_ref().and_then(|e| fresh(e).map(|d| (e, d))) {
+            Some((e, d)) => (Some(e.body.clone()), d),
+            None => {
+                let f = self
+                    .cached_get(CachedGet {
+                        kind: Kind::Robots,
+                        key,
+                        url: robots_url.clone(),
+                        mode: CacheMode::Revalidate,
+                        stale_if_error: false,
+                        since: None,
+                        deadline,
+                        accept: ACCEPT_ROBOTS,
+                        refuse: None,
+                    })
+                    .await;
+                match f.got {
+                    Got::Fresh(resp) => {
+                        let d = resp.freshness.lifetime.unwrap_or(ROBOTS_FRESHNESS);
+                        (Some(resp.body), d)
+                    }
+                    Got::Cached(e, _) | Got::Stale(e) => {
+                        let d = fresh(&e).unwrap_or(ROBOTS_FRESHNESS);
+                        (Some(e.body), d)
+                    }
+                    Got::Failed(Error::HttpStatus { status, .. })
+                        if (400..500).contains(&status) =>
+                    {
+                        (None, ROBOTS_FRESHNESS)
+                    }
+                    Got::Failed(e) => {
+                        let why = format!(
+                            "its robots.txt could not be read ({}): {e}",
+                            e.code().as_str()
+                        );
+                        return (RobotsRead::Unavailable(why), ROBOTS_FAILURE_HOLD);
+                    }
+                }
+            }
+        };
+        let robots = match body {
+            Some(b) => Robots::parse(&token, &b.into_vec()),
+            None => Robots::allow_all(),
+        };
+        if let Some(host) = HostKey::from_url(page) {
+            let gate = self.client.gate();
+            let before = gate.state_of(&host);
+            let event =
+                gate.learn_crawl_delay(&host, robots.crawl_delay, Instant::now() + trusted_for);
+            let mut notes = crate::hosts::Notes::default();
+            self.client
+                .hosts()
+                .publish(gate, &host, before, event, &mut notes)
+                .await;
+        }
+        (RobotsRead::Rules(Arc::new(robots)), trusted_for)
+    }
+}
