@@ -21,8 +21,15 @@ pub(super) fn init(quiet: bool, verbose: u8) {
         .with_target(false)
         .with_ansi(std::io::stderr().is_terminal())
         .with_filter(filter);
-    let _ = tracing_subscriber::registry()
+    let registry = tracing_subscriber::registry()
         .with(fmt)
-        .with(indicatif.with_filter(tracing_indicatif::filter::IndicatifFilter::new(false)))
-        .try_init();
+        .with(indicatif.with_filter(tracing_indicatif::filter::IndicatifFilter::new(false)));
+    if verbose >= 2 && !quiet {
+        // With -vv the libraries' own `log` records come through too.
+        let _ = registry.try_init();
+    } else {
+        // Without the `log` bridge: the HTML parser logs every parse error at trace
+        // level, and formatting those costs more than reading the page.
+        let _ = tracing::subscriber::set_global_default(registry);
+    }
 }

@@ -5,6 +5,8 @@ mod hosts;
 
 mod gate_word;
 
+mod articles;
+
 mod cache;
 mod cli;
 mod formats;
