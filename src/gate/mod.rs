@@ -287,10 +287,10 @@ impl Gate {
             (None, None) => return pacing,
         };
         let Some(warm_until) = until else {
-            return pacing;
+            return quota_bound(state, now, ahead, pacing);
         };
         if ahead == 0 || step.is_zero() || first >= warm_until {
-            return pacing;
+            return quota_bound(state, now, ahead, pacing);
         }
         let chain = step.saturating_mul(u32::try_from(ahead).unwrap_or(u32::MAX));
         // Either every send ahead starts in the warm window (and the chain holds), or one
@@ -298,7 +298,7 @@ impl Gate {
         let start = first
             .checked_add(chain)
             .map_or(warm_until, |t| t.min(warm_until));
-        start - now
+        quota_bound(state, now, ahead, start - now)
     }
 
     /// What the gate knows about `key` now.
@@ -364,6 +364,20 @@ impl Gate {
         event
     }
 
+    /// Tells the gate what a response from `key` said of its quota; returns the event (for
+    /// a shared store).
+    pub(crate) fn learn_quota(&self, key: &HostKey, remaining: u64, reset: Instant) -> Event {
+        let slot = self.slot(key);
+        let event = Event::Quota {
+            at: Instant::now(),
+            remaining,
+            reset,
+        };
+        slot.lock().host.apply(&self.params, event);
+        slot.changed.notify_waiters();
+        event
+    }
+
     /// Forgets `key` in this process (or every host).
     pub(crate) fn forget(&self, key: Option<&HostKey>) {
         let slots: Vec<Arc<HostSlot>> = {
@@ -391,6 +405,14 @@ impl Gate {
             .iter()
             .filter(|s| !s.lock().host.pacing(now).is_zero())
             .count()
+    }
+}
+
+/// `wait`, or the quota's refill when the sends ahead use up what the host said is left.
+fn quota_bound(state: &HostState, now: Instant, ahead: usize, wait: Duration) -> Duration {
+    match state.live_quota(now) {
+        Some((left, reset)) if ahead as u64 >= left => wait.max(reset - now),
+        _ => wait,
     }
 }
 

@@ -46,6 +46,12 @@ pub(crate) enum Event {
         delay: Option<Duration>,
         until: Instant,
     },
+    /// A response that arrived at `at` announced `remaining` requests left until `reset`.
+    Quota {
+        at: Instant,
+        remaining: u64,
+        reset: Instant,
+    },
 }
 
 /// Everything the gate has learned about one host.
@@ -72,6 +78,10 @@ pub(crate) struct HostState {
     pub crawl_delay: Option<Duration>,
     /// The crawl delay applies until then (the robots.txt's freshness).
     pub crawl_delay_until: Option<Instant>,
+    /// Requests the host's announced quota has left (each send takes one).
+    pub quota_remaining: Option<u64>,
+    /// When the announced quota refills.
+    pub quota_reset: Option<Instant>,
     /// When this state last changed.
     pub updated: Option<Instant>,
 }
@@ -115,6 +125,12 @@ impl HostState {
             .filter(|_| self.crawl_delay_until.is_some_and(|u| now < u))
     }
 
+    /// What is left of the announced quota, while it applies: (remaining, refills at).
+    pub(crate) fn live_quota(&self, now: Instant) -> Option<(u64, Instant)> {
+        let reset = self.quota_reset.filter(|r| now < *r)?;
+        Some((self.quota_remaining?, reset))
+    }
+
     /// The learned floor, while it is enforced.
     pub(crate) fn live_floor(&self, now: Instant) -> Option<Duration> {
         self.floor
@@ -139,10 +155,17 @@ impl HostState {
     pub(crate) fn lapses_at(&self) -> Option<Instant> {
         let floor_until = self.floor.and(self.floor_until);
         let crawl_until = self.crawl_delay.and(self.crawl_delay_until);
-        [self.next_allowed, self.warm_until, floor_until, crawl_until]
-            .into_iter()
-            .flatten()
-            .max()
+        let quota_until = self.quota_remaining.and(self.quota_reset);
+        [
+            self.next_allowed,
+            self.warm_until,
+            floor_until,
+            crawl_until,
+            quota_until,
+        ]
+        .into_iter()
+        .flatten()
+        .max()
     }
 
     /// Whether anything of this state is still enforced at `now` (a host that never refused
@@ -170,6 +193,30 @@ impl HostState {
                     self.push_next_allowed(at + delay.min(p.max_cooldown));
                     self.updated = Some(at);
                 }
+                // A send takes one of what the host said is left; the last one closes the
+                // host until the quota refills.
+                if let Some((left, reset)) = self.live_quota(at) {
+                    let left = left.saturating_sub(1);
+                    self.quota_remaining = Some(left);
+                    if left == 0 {
+                        self.push_next_allowed(reset);
+                    }
+                    self.updated = Some(at);
+                }
+            }
+            Event::Quota {
+                at,
+                remaining,
+                reset,
+            } => {
+                // An absurd reset is capped like a cooldown.
+                let reset = reset.min(at + p.max_cooldown);
+                self.quota_remaining = Some(remaining);
+                self.quota_reset = Some(reset);
+                if remaining == 0 {
+                    self.push_next_allowed(reset);
+                }
+                self.updated = Some(at);
             }
             Event::CrawlDelay { at, delay, until } => {
                 self.crawl_delay = delay;

@@ -348,6 +348,8 @@ mod tests {
             last_status: None,
             crawl_delay_ms: None,
             crawl_delay_until_ms: None,
+            quota_remaining: None,
+            quota_reset_ms: None,
             updated_ms: 1,
             cleared_until_ms: None,
         }

@@ -104,6 +104,12 @@ pub(crate) struct StoredHost {
     /// The crawl delay applies until this time.
     #[serde(default)]
     pub crawl_delay_until_ms: Option<u64>,
+    /// Requests left of the host's announced quota.
+    #[serde(default)]
+    pub quota_remaining: Option<u64>,
+    /// When the announced quota refills.
+    #[serde(default)]
+    pub quota_reset_ms: Option<u64>,
     /// When this state last changed.
     pub updated_ms: u64,
     /// Set on a clear marker (`rss hosts clear`): the state was forgotten at `updated_ms`,
@@ -129,6 +135,8 @@ impl StoredHost {
             last_status: state.last_status,
             crawl_delay_ms: state.crawl_delay.map(ms),
             crawl_delay_until_ms: state.crawl_delay_until.map(|t| clock.wall_of(t)),
+            quota_remaining: state.quota_remaining,
+            quota_reset_ms: state.quota_reset.map(|t| clock.wall_of(t)),
             updated_ms: state.updated.map_or(clock.wall_ms, |t| clock.wall_of(t)),
             cleared_until_ms: None,
         }
@@ -161,6 +169,8 @@ impl StoredHost {
             last_status: None,
             crawl_delay_ms: None,
             crawl_delay_until_ms: None,
+            quota_remaining: None,
+            quota_reset_ms: None,
             updated_ms: at,
             cleared_until_ms: Some(until),
         }
@@ -176,11 +186,13 @@ impl StoredHost {
     pub(crate) fn lapses_ms(&self) -> Option<u64> {
         let floor_until = self.floor_ms.and(self.floor_until_ms);
         let crawl_until = self.crawl_delay_ms.and(self.crawl_delay_until_ms);
+        let quota_until = self.quota_remaining.and(self.quota_reset_ms);
         [
             self.next_allowed_ms,
             self.warm_until_ms,
             floor_until,
             crawl_until,
+            quota_until,
             self.cleared_until_ms,
         ]
         .into_iter()
@@ -225,6 +237,10 @@ impl StoredHost {
             crawl_delay_until: self
                 .crawl_delay_until_ms
                 .and_then(|ms| clock.instant_of(ms, CRAWL_DELAY_LIFETIME_CAP)),
+            quota_remaining: self.quota_remaining,
+            quota_reset: self
+                .quota_reset_ms
+                .and_then(|ms| clock.instant_of(ms, p.max_cooldown)),
             updated: past(self.updated_ms),
         }
     }
@@ -249,6 +265,8 @@ impl StoredHost {
             last_status: self.last_status,
             crawl_delay_ms: self.crawl_delay_ms.map(|d| d.min(ms(p.max_cooldown))),
             crawl_delay_until_ms: limit(self.crawl_delay_until_ms, CRAWL_DELAY_LIFETIME_CAP),
+            quota_remaining: self.quota_remaining,
+            quota_reset_ms: limit(self.quota_reset_ms, p.max_cooldown),
             updated_ms: self.updated_ms.min(now),
             cleared_until_ms: limit(self.cleared_until_ms, p.floor_lifetime.max(p.warm_window)),
         };
@@ -279,6 +297,8 @@ mod tests {
             last_status: Some(429),
             crawl_delay: Some(Duration::from_secs(2)),
             crawl_delay_until: Some(now + Duration::from_secs(3600)),
+            quota_remaining: Some(3),
+            quota_reset: Some(now + Duration::from_secs(30)),
             updated: Some(now),
         };
         let key = HostKey::parse("a.test:80").unwrap();
@@ -314,6 +334,8 @@ mod tests {
             last_status: Some(429),
             crawl_delay_ms: None,
             crawl_delay_until_ms: None,
+            quota_remaining: None,
+            quota_reset_ms: None,
             updated_ms: u64::MAX,
             cleared_until_ms: None,
         };

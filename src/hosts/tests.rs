@@ -54,6 +54,8 @@ fn entry(last_admitted_ago_ms: u64, floor_until_in_ms: i64) -> StoredHost {
         last_status: Some(429),
         crawl_delay_ms: None,
         crawl_delay_until_ms: None,
+        quota_remaining: None,
+        quota_reset_ms: None,
         updated_ms: now - 600_000,
         cleared_until_ms: None,
     }

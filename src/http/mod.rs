@@ -11,6 +11,7 @@
 mod classify;
 pub(crate) mod freshness;
 mod guard;
+pub(crate) mod quota;
 mod send;
 
 use std::sync::Arc;

@@ -108,6 +108,37 @@ impl Client {
         self.publish(permit.host(), before, event, notes).await;
     }
 
+    /// Like [`Client::ended`] for a response, then what it said of the host's quota (unless
+    /// a refusal said when to come back: its Retry-After wins).
+    async fn answered(
+        &self,
+        permit: &mut Permit,
+        outcome: Outcome,
+        status: StatusCode,
+        quota: Option<super::quota::Quota>,
+        notes: &mut Notes,
+    ) {
+        let refused_with_date = matches!(
+            outcome,
+            Outcome::Refused {
+                retry_after: Some(_)
+            }
+        );
+        self.ended(permit, outcome, Some(status), notes).await;
+        if let Some(q) = quota.filter(|_| !refused_with_date) {
+            self.quota(permit, q, notes).await;
+        }
+    }
+
+    /// Tells the gate (and the shared state) what a response said of the host's quota.
+    async fn quota(&self, permit: &Permit, q: super::quota::Quota, notes: &mut Notes) {
+        let before = self.gate().state_of(permit.host());
+        let reset = tokio::time::Instant::now() + q.reset_in;
+        let event = self.gate().learn_quota(permit.host(), q.remaining, reset);
+        tracing::debug!(host = %permit.host(), remaining = q.remaining, reset_in = ?q.reset_in, "announced quota");
+        self.publish(permit.host(), before, event, notes).await;
+    }
+
     /// Sends one GET and reads its answer; the caller holds every slot it needs.
     pub(super) async fn send_once(
         &self,
@@ -154,16 +185,20 @@ impl Client {
         };
         let status = resp.status();
         let headers = resp.headers().clone();
+        // What the host says is left of its quota counts for the next send, whatever the
+        // status; a refusal's Retry-After wins over it.
+        let quota = super::quota::read(&headers, SystemTime::now());
 
         if is_refusal(status, &headers) {
             let raw = header_str(&headers, header::RETRY_AFTER);
             let retry_after = raw
                 .as_deref()
                 .and_then(|r| parse_retry_after(r, SystemTime::now()));
-            self.ended(
+            self.answered(
                 permit,
                 Outcome::Refused { retry_after },
-                Some(status),
+                status,
+                quota,
                 notes,
             )
             .await;
@@ -174,7 +209,7 @@ impl Client {
             });
         }
         if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
-            self.ended(permit, Outcome::Success, Some(status), notes)
+            self.answered(permit, Outcome::Success, status, quota, notes)
                 .await;
             let Some(location) = header_str(&headers, header::LOCATION) else {
                 return Err(Error::HttpStatus {
@@ -208,7 +243,7 @@ impl Client {
             freshness: super::freshness::read(&headers, SystemTime::now()),
         };
         if status == StatusCode::NOT_MODIFIED {
-            self.ended(permit, Outcome::Success, Some(status), notes)
+            self.answered(permit, Outcome::Success, status, quota, notes)
                 .await;
             return Ok(Sent::Hop(Hop::Done(Box::new(meta(
                 Payload::default(),
@@ -216,7 +251,7 @@ impl Client {
             )))));
         }
         if !status.is_success() {
-            self.ended(permit, Outcome::Success, Some(status), notes)
+            self.answered(permit, Outcome::Success, status, quota, notes)
                 .await;
             return Err(Error::HttpStatus {
                 status: status.as_u16(),
@@ -237,7 +272,7 @@ impl Client {
             Ok(_) | Err(Error::UnsupportedContent { .. }) => Outcome::Success,
             Err(_) => Outcome::Failed,
         };
-        self.ended(permit, outcome, Some(status), notes).await;
+        self.answered(permit, outcome, status, quota, notes).await;
         Ok(Sent::Hop(Hop::Done(Box::new(meta(body?, false)))))
     }
 }

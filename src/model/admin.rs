@@ -85,6 +85,11 @@ pub struct HostInfo {
     pub crawl_delay_ms: Option<u64>,
     /// When the crawl delay stops applying (the robots.txt is read again by then).
     pub crawl_delay_until: Option<String>,
+    /// Requests left of the quota the host announced (`RateLimit`, `X-RateLimit-*`); `null`
+    /// when it announced none, or it has refilled.
+    pub quota_remaining: Option<u64>,
+    /// When the announced quota refills.
+    pub quota_resets_at: Option<String>,
     /// When the state last changed (UTC RFC 3339).
     pub updated_at: String,
     /// When every part has lapsed and the entry is deleted.

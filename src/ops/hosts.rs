@@ -19,6 +19,7 @@ fn info(s: &StoredHost, now_ms: u64) -> HostInfo {
     let warm = live(s.warm_until_ms);
     let floor_until = live(s.floor_until_ms).filter(|_| s.floor_ms.is_some());
     let crawl_until = live(s.crawl_delay_until_ms).filter(|_| s.crawl_delay_ms.is_some());
+    let quota_until = live(s.quota_reset_ms).filter(|_| s.quota_remaining.is_some());
     HostInfo {
         host: s.host.clone(),
         cooling_down_until: live(s.next_allowed_ms).and_then(time),
@@ -30,6 +31,8 @@ fn info(s: &StoredHost, now_ms: u64) -> HostInfo {
         last_status: s.last_status,
         crawl_delay_ms: s.crawl_delay_ms.filter(|_| crawl_until.is_some()),
         crawl_delay_until: crawl_until.and_then(time),
+        quota_remaining: s.quota_remaining.filter(|_| quota_until.is_some()),
+        quota_resets_at: quota_until.and_then(time),
         updated_at: time(s.updated_ms).unwrap_or_default(),
         lapses_at: s.lapses_ms().and_then(time),
     }

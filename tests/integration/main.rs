@@ -7,6 +7,8 @@ mod gate_word;
 
 mod articles;
 
+mod announced;
+
 mod cache;
 mod cli;
 mod formats;
