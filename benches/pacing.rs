@@ -8,7 +8,7 @@ mod origin;
 use std::time::{Duration, Instant};
 
 use origin::rss_bin::rss_blocking;
-use origin::{Policy, RetryAfter, TestServer, host, report, seen};
+use origin::{Policy, Reply, RetryAfter, TestServer, host, report, seen};
 use serde_json::Value;
 
 fn rss(args: &[String], env: &[(&str, &str)]) -> (Value, Duration) {
@@ -210,6 +210,54 @@ async fn date_403() {
     println!("  target: 6/6 ok, no self-inflicted refusal, ratio <= 1.2");
 }
 
+/// An agent polling 4 feeds every 2 s for 40 s (one `rss mcp` server, as an agent keeps
+/// it), against hosts that say `Cache-Control: max-age=30`: requests sent under the default
+/// `fresh` policy, side by side with `revalidate`.
+async fn polling() {
+    use rmcp::ServiceExt;
+    for policy in ["fresh", "revalidate"] {
+        let hosts: Vec<TestServer> = futures::future::join_all((0..4).map(|_| {
+            TestServer::start(|_| {
+                Reply::xml(origin::feed_body(2_000))
+                    .header("Cache-Control", "max-age=30")
+                    .header("ETag", "\"v1\"")
+            })
+        }))
+        .await;
+        let urls: Vec<String> = hosts.iter().map(|h| h.url("/feed")).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = origin::rss_bin::rss_tokio();
+        cmd.env("RSS_CACHE_DIR", dir.path())
+            .arg("mcp")
+            .stderr(std::process::Stdio::null());
+        let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn rss mcp");
+        let client = ().serve(transport).await.expect("initialize");
+        let started = Instant::now();
+        let mut polls = 0;
+        while started.elapsed() < Duration::from_secs(40) {
+            let args =
+                serde_json::json!({"urls": urls, "content_format": "none", "cache_policy": policy});
+            let _ = client
+                .call_tool(
+                    rmcp::model::CallToolRequestParams::new("fetch_feed")
+                        .with_arguments(args.as_object().unwrap().clone()),
+                )
+                .await;
+            polls += 1;
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        let requests: usize = hosts.iter().map(|h| h.count()).sum();
+        println!(
+            "polling 4 feeds every 2 s for 40 s, max-age=30, --cache-policy {policy:<10}: {polls} polls, {requests} requests"
+        );
+        let _ = client.cancel().await;
+    }
+    println!("  fresh asks each host once per 30 s; revalidate on every poll");
+}
+
 async fn revalidate() {
     let body_len = 200_000;
     let mut policy = Policy::lenient(5);
@@ -280,5 +328,8 @@ async fn main() {
     }
     if run("date_403") {
         date_403().await;
+    }
+    if run("polling") {
+        polling().await;
     }
 }

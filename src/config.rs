@@ -37,6 +37,10 @@ pub const ENV_CACHE_MAX_BYTES: &str = "RSS_CACHE_MAX_BYTES";
 pub const ENV_GATE_STORE: &str = "RSS_GATE_STORE";
 /// Environment variable: `1` refuses requests to non-public addresses.
 pub const ENV_DENY_PRIVATE_NETWORKS: &str = "RSS_DENY_PRIVATE_NETWORKS";
+/// Environment variable: the longest a server's own freshness is trusted, seconds.
+pub const ENV_MAX_FRESHNESS: &str = "RSS_MAX_FRESHNESS_SECS";
+/// Default `--max-freshness`: one hour.
+pub const DEFAULT_MAX_FRESHNESS: Duration = Duration::from_secs(3600);
 /// Environment variable (for tests): moves this process's wall clock, as the host-state
 /// file store reads it, by this many milliseconds (negative: behind).
 pub const ENV_TEST_WALL_CLOCK_SKEW: &str = "RSS_TEST_WALL_CLOCK_SKEW_MS";
@@ -54,6 +58,8 @@ pub mod limits {
     pub const CONCURRENCY: RangeInclusive<u64> = 1..=1024;
     /// Largest body, bytes (after decoding).
     pub const MAX_BODY_BYTES: RangeInclusive<u64> = 1..=(1 << 32);
+    /// The longest a server's freshness is trusted, seconds.
+    pub const MAX_FRESHNESS_SECS: RangeInclusive<u64> = 0..=31_536_000;
 }
 
 /// Where the gate's learned host state is kept.
@@ -110,6 +116,8 @@ pub struct Overrides {
     pub cache_max_bytes: Option<u64>,
     /// `--deny-private-networks`.
     pub deny_private_networks: bool,
+    /// `--max-freshness` in seconds.
+    pub max_freshness_secs: Option<u64>,
 }
 
 /// Every runtime parameter, resolved once before any I/O.
@@ -143,6 +151,9 @@ pub struct Config {
     /// Host names of the proxies configured in `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY`
     /// (either case), lowercased: `--deny-private-networks` trusts them.
     pub proxy_hosts: Vec<String>,
+    /// The longest a cached copy is served on the server's own freshness (`max-age`,
+    /// `Expires`) without asking it again.
+    pub max_freshness: Duration,
 }
 
 impl Default for Config {
@@ -161,6 +172,7 @@ impl Default for Config {
             deny_private_networks: false,
             wall_clock_skew_ms: 0,
             proxy_hosts: Vec::new(),
+            max_freshness: DEFAULT_MAX_FRESHNESS,
         }
     }
 }
@@ -306,6 +318,18 @@ impl Config {
             config.concurrency = n;
         }
         config.proxy_hosts = proxy_hosts(&env);
+        let freshness = match overrides.max_freshness_secs {
+            Some(s) => Some(s),
+            None => env_number(&env, ENV_MAX_FRESHNESS)?,
+        };
+        if let Some(secs) = freshness {
+            in_range(
+                secs,
+                limits::MAX_FRESHNESS_SECS,
+                "--max-freshness / RSS_MAX_FRESHNESS_SECS",
+            )?;
+            config.max_freshness = Duration::from_secs(secs);
+        }
         if let Some(skew) = env(ENV_TEST_WALL_CLOCK_SKEW).filter(|s| !s.trim().is_empty()) {
             config.wall_clock_skew_ms = skew.trim().parse().map_err(|_| {
                 Error::usage(format!(

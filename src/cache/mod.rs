@@ -80,6 +80,9 @@ pub struct Meta {
     /// `Expires`), as of its last response; `None`: it said nothing, or `no-cache`.
     #[serde(default)]
     pub fresh_until_ms: Option<u64>,
+    /// The server said `must-revalidate`: a stale copy is never served without asking.
+    #[serde(default)]
+    pub must_revalidate: bool,
 }
 
 impl Meta {
@@ -501,6 +504,7 @@ impl Cache {
                 superseded: kept.into_iter().map(|(_, s)| s).collect(),
                 received_ms,
                 fresh_until_ms: fresh_until(received_ms, &req.freshness),
+                must_revalidate: req.freshness.must_revalidate,
             };
             self.write_meta(&meta)?;
             for (_, s) in gone {
@@ -539,6 +543,7 @@ impl Cache {
             meta.fetched_at = date::format(&Utc::now());
             meta.received_ms = received_ms;
             meta.fresh_until_ms = fresh_until(received_ms, freshness);
+            meta.must_revalidate = freshness.must_revalidate;
             if let Some(e) = etag {
                 meta.etag = Some(e.to_owned());
             }
@@ -590,6 +595,14 @@ impl Cache {
         }
         out.sort_by(|a, b| (&a.1.kind, &a.0.feed_url).cmp(&(&b.1.kind, &b.0.feed_url)));
         (out, warnings, size::dir_bytes(&self.dir))
+    }
+
+    /// Removes `url`'s entry (a response said `no-store`); its bodies go with it.
+    pub fn forget(&self, url: &str) -> Result<()> {
+        if let Some(meta) = self.current_meta(url) {
+            self.remove_entry_if_unchanged(&key(url), &meta)?;
+        }
+        Ok(())
     }
 
     /// Removes entries (all, or those older than `older_than`); returns how many. Each

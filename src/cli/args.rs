@@ -79,6 +79,10 @@ pub(super) struct GlobalArgs {
         conflicts_with = "no_host_state"
     )]
     pub(super) gate_store: Option<String>,
+    /// The longest a server's own freshness (max-age, Expires) is trusted before asking it
+    /// again (default 1h; env RSS_MAX_FRESHNESS_SECS).
+    #[arg(long, global = true, value_name = "DUR")]
+    pub(super) max_freshness: Option<String>,
     /// How errors on stderr are written: auto (words on a terminal, JSON otherwise), json
     /// or text.
     #[arg(long, global = true, value_enum, default_value_t = ErrorFormat::Auto)]
@@ -260,13 +264,31 @@ pub(super) enum CacheAction {
     },
 }
 
+/// `--cache-policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum CachePolicy {
+    /// Serve a copy the server's own freshness still covers with no request, else ask.
+    Fresh,
+    /// Always ask the origin (a conditional GET).
+    Revalidate,
+    /// Ask the origin now, whatever the copy's freshness.
+    Refresh,
+    /// Neither read nor write the cache.
+    NoCache,
+}
+
 /// How the cache is used (`rss fetch`, `rss article`).
 #[derive(Debug, Args)]
 pub(super) struct CacheArgs {
+    /// fresh (default: a copy the server's max-age or Expires still covers is served with no
+    /// request), revalidate (always ask), refresh (ask now) or no-cache.
+    #[arg(long, value_enum, default_value = "fresh")]
+    pub(super) cache_policy: CachePolicy,
     /// Serve cached copies younger than DUR with no request.
     #[arg(long, value_name = "DUR")]
     pub(super) max_age: Option<String>,
-    /// Revalidate now, whatever --max-age says.
+    /// Ask the origin now, whatever the cached copy's freshness (the same as
+    /// --cache-policy refresh).
     #[arg(long, conflicts_with = "no_cache")]
     pub(super) refresh: bool,
     /// Neither read nor write the cache.

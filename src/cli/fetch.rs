@@ -6,7 +6,7 @@ use std::path::Path;
 
 use tracing_indicatif::span_ext::IndicatifSpanExt;
 
-use super::args::{ArticleArgs, CacheArgs, FetchArgs};
+use super::args::{ArticleArgs, CacheArgs, CachePolicy, FetchArgs};
 use super::emit_code;
 use crate::config::{Config, parse_duration};
 use crate::error::{Error, Result, exit};
@@ -47,8 +47,9 @@ fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
         limit: args.limit,
         content: args.content,
         max_content_chars: args.max_content_chars,
-        no_cache: args.cache.no_cache,
-        refresh: args.cache.refresh,
+        no_cache: args.cache.no_cache || args.cache.cache_policy == CachePolicy::NoCache,
+        refresh: args.cache.refresh || args.cache.cache_policy == CachePolicy::Refresh,
+        revalidate: args.cache.cache_policy == CachePolicy::Revalidate,
         max_age: max_age(&args.cache)?,
         stale_if_error: args.cache.stale_if_error,
         articles: args.articles,
@@ -62,8 +63,9 @@ fn article_options(args: &ArticleArgs) -> Result<ArticleOptions> {
     FetchRequest {
         content: args.content,
         max_content_chars: args.max_content_chars,
-        no_cache: args.cache.no_cache,
-        refresh: args.cache.refresh,
+        no_cache: args.cache.no_cache || args.cache.cache_policy == CachePolicy::NoCache,
+        refresh: args.cache.refresh || args.cache.cache_policy == CachePolicy::Refresh,
+        revalidate: args.cache.cache_policy == CachePolicy::Revalidate,
         max_age: max_age(&args.cache)?,
         stale_if_error: args.cache.stale_if_error,
         respect_robots: args.respect_robots,

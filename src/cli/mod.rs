@@ -59,7 +59,7 @@ fn run_main() -> u8 {
     };
     let _ = ERRORS_AS_WORDS.set(cli.global.error_format.words());
     logging::init(cli.global.quiet, cli.global.verbose);
-    let config = match Config::from_env(overrides(&cli.global)) {
+    let config = match overrides(&cli.global).and_then(Config::from_env) {
         Ok(c) => c,
         Err(e) => return report(&e),
     };
@@ -141,8 +141,8 @@ fn report(e: &Error) -> u8 {
     }
 }
 
-fn overrides(g: &GlobalArgs) -> Overrides {
-    Overrides {
+fn overrides(g: &GlobalArgs) -> Result<Overrides> {
+    Ok(Overrides {
         host_concurrency: g.host_concurrency,
         max_gate_wait_secs: g.max_gate_wait,
         timeout_secs: g.timeout,
@@ -154,7 +154,19 @@ fn overrides(g: &GlobalArgs) -> Overrides {
         gate_store: g.gate_store.clone(),
         cache_max_bytes: g.cache_max_bytes,
         deny_private_networks: g.deny_private_networks,
-    }
+        max_freshness_secs: g
+            .max_freshness
+            .as_deref()
+            .map(|s| {
+                parse_duration(s).map(|d| d.as_secs()).ok_or_else(|| {
+                    Error::usage(format!(
+                        "--max-freshness {:?} is not a duration (90s, 30m, 1h)",
+                        crate::error::echo(s)
+                    ))
+                })
+            })
+            .transpose()?,
+    })
 }
 
 async fn run(cli: Cli, config: Config) -> Result<u8> {

@@ -355,6 +355,7 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
     let mut updated: [Option<String>; 3] = Default::default();
     let mut author_fallback = None;
     let mut description_fallback = None;
+    let (mut ttl_minutes, mut sy_period, mut sy_frequency) = (None, None, None);
     let mut logo = None;
     let mut image_url = None;
     let mut itunes_image = None;
@@ -419,6 +420,22 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
                 push_unique(&mut feed.categories, non_empty(collapse_ws(&c.own_text())))
             }
             (Ns::Itunes, "category") => itunes_categories(c, &mut feed.categories),
+            (_, "ttl") if rssish => {
+                ttl_minutes = c.text().trim().parse::<u64>().ok().filter(|m| *m > 0)
+            }
+            (Ns::Sy, "updateperiod") => {
+                sy_period = match c.text().trim().to_ascii_lowercase().as_str() {
+                    "hourly" => Some(3_600),
+                    "daily" => Some(86_400),
+                    "weekly" => Some(604_800),
+                    "monthly" => Some(2_592_000),
+                    "yearly" => Some(31_536_000),
+                    _ => None,
+                }
+            }
+            (Ns::Sy, "updatefrequency") => {
+                sy_frequency = c.text().trim().parse::<u64>().ok().filter(|f| *f > 0)
+            }
             (_, "language") if rssish => feed.language = non_empty(c.text()),
             (Ns::Dc, "language") if feed.language.is_none() => feed.language = non_empty(c.text()),
             (_, "icon") if atomish => feed.icon = resolve(&c.text(), base),
@@ -437,6 +454,9 @@ fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFee
             _ => {}
         }
     }
+    feed.ttl_seconds = ttl_minutes
+        .map(|m| m.saturating_mul(60))
+        .or_else(|| sy_period.map(|p: u64| p / sy_frequency.unwrap_or(1)));
     if feed.description.is_none() {
         feed.description = description_fallback;
     }

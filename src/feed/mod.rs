@@ -98,6 +98,9 @@ pub(crate) struct RawFeed {
     pub icon: Option<String>,
     pub authors: Vec<String>,
     pub categories: Vec<String>,
+    /// How often the feed says it changes: RSS `<ttl>` (minutes), or the syndication
+    /// module's `updatePeriod` / `updateFrequency`; in seconds.
+    pub ttl_seconds: Option<u64>,
     pub items: Vec<RawItem>,
     /// Non-fatal findings: (code, message).
     pub warnings: Vec<(WarningCode, String)>,

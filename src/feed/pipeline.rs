@@ -73,6 +73,7 @@ pub fn process(
             icon: raw.icon,
             authors: raw.authors,
             categories: raw.categories,
+            declared_ttl_seconds: raw.ttl_seconds,
         },
         built,
     })

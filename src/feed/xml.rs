@@ -35,6 +35,8 @@ pub(crate) enum Ns {
     Media,
     /// iTunes podcast tags.
     Itunes,
+    /// The RSS 1.0 syndication module (`sy:updatePeriod`, `sy:updateFrequency`).
+    Sy,
     /// XHTML (inline Atom content).
     Xhtml,
     /// The `xml:` prefix.
@@ -67,6 +69,7 @@ impl Ns {
             "purl.org/dc/terms" => Ns::Dcterms,
             "search.yahoo.com/mrss" | "video.search.yahoo.com/mrss" => Ns::Media,
             "www.itunes.com/dtds/podcast-1.0.dtd" => Ns::Itunes,
+            "purl.org/rss/1.0/modules/syndication" => Ns::Sy,
             "www.w3.org/1999/xhtml" => Ns::Xhtml,
             "www.w3.org/xml/1998/namespace" => Ns::Xml,
             _ => Ns::Other,
@@ -84,6 +87,7 @@ impl Ns {
             "dcterms" => Ns::Dcterms,
             "media" => Ns::Media,
             "itunes" => Ns::Itunes,
+            "sy" => Ns::Sy,
             "xhtml" | "html" => Ns::Xhtml,
             "xml" => Ns::Xml,
             _ => Ns::Other,

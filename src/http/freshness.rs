@@ -15,8 +15,11 @@ pub struct Freshness {
     pub lifetime: Option<Duration>,
     /// `no-store`: it must not be kept at all.
     pub no_store: bool,
-    /// `no-cache` (or `must-revalidate` once stale): every use asks the origin first.
+    /// `no-cache`: every use asks the origin first.
     pub no_cache: bool,
+    /// `must-revalidate`: once stale, never served without asking (not even when the
+    /// origin fails).
+    pub must_revalidate: bool,
 }
 
 fn header(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
@@ -40,7 +43,7 @@ pub fn read(headers: &HeaderMap, now: SystemTime) -> Freshness {
             match name.to_ascii_lowercase().as_str() {
                 "no-store" => f.no_store = true,
                 "no-cache" => f.no_cache = true,
-                "must-revalidate" | "proxy-revalidate" => {}
+                "must-revalidate" | "proxy-revalidate" => f.must_revalidate = true,
                 "max-age" => {
                     if let Some(secs) = value.and_then(|v| v.parse::<u64>().ok()) {
                         max_age = Some(Duration::from_secs(secs));

@@ -195,10 +195,11 @@ impl Server {
             limit: to_usize(Some(a.limit.unwrap_or(tools::DEFAULT_LIMIT))),
             content: a.content_format.unwrap_or_default(),
             max_content_chars: to_usize(a.max_content_chars),
-            no_cache: matches!(policy, CachePolicyArg::NoCache),
-            refresh: false,
+            no_cache: policy == CachePolicyArg::NoCache,
+            refresh: policy == CachePolicyArg::Refresh,
+            revalidate: policy == CachePolicyArg::Revalidate,
             max_age: a.max_age_seconds.map(std::time::Duration::from_secs),
-            stale_if_error: matches!(policy, CachePolicyArg::StaleIfError),
+            stale_if_error: policy == CachePolicyArg::StaleIfError,
             articles: a.articles.unwrap_or(false),
             // Pages read for a model honour robots.txt.
             respect_robots: true,
@@ -280,9 +281,11 @@ impl Server {
         let mut opts = FetchRequest {
             content: a.content_format.unwrap_or_default(),
             max_content_chars: to_usize(a.max_content_chars),
-            no_cache: matches!(policy, CachePolicyArg::NoCache),
+            no_cache: policy == CachePolicyArg::NoCache,
+            refresh: policy == CachePolicyArg::Refresh,
+            revalidate: policy == CachePolicyArg::Revalidate,
             max_age: a.max_age_seconds.map(std::time::Duration::from_secs),
-            stale_if_error: matches!(policy, CachePolicyArg::StaleIfError),
+            stale_if_error: policy == CachePolicyArg::StaleIfError,
             respect_robots: true,
             ..FetchRequest::default()
         }

@@ -47,13 +47,18 @@ fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
 }
 
 /// How the local cache is used.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, Default)]
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, Default, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum CachePolicyArg {
-    /// Revalidate the cached copy with a conditional GET (default).
+    /// Serve a copy the server's own freshness (max-age, Expires) still covers with no
+    /// request; otherwise ask (default).
     #[default]
+    Fresh,
+    /// Always ask the origin (a conditional GET).
     Revalidate,
-    /// Like revalidate, but when the origin fails serve the cached copy as `stale`.
+    /// Ask the origin now, whatever the copy's freshness.
+    Refresh,
+    /// Like fresh, but when the origin fails serve the cached copy as `stale`.
     StaleIfError,
     /// Neither read nor write the cache.
     NoCache,
@@ -87,7 +92,7 @@ pub struct FetchFeedArgs {
     #[serde(default, deserialize_with = "lenient_u64")]
     #[schemars(with = "Option<u64>")]
     pub max_response_tokens: Option<u64>,
-    /// revalidate (default), stale-if-error or no-cache.
+    /// fresh (default), revalidate, refresh, stale-if-error or no-cache.
     #[serde(default)]
     pub cache_policy: Option<CachePolicyArg>,
     /// Serve a cached copy younger than this many seconds without any request.
@@ -127,7 +132,7 @@ pub struct FetchArticleArgs {
     #[serde(default, deserialize_with = "lenient_u64")]
     #[schemars(with = "Option<u64>")]
     pub offset: Option<u64>,
-    /// revalidate (default), stale-if-error or no-cache.
+    /// fresh (default), revalidate, refresh, stale-if-error or no-cache.
     #[serde(default)]
     pub cache_policy: Option<CachePolicyArg>,
     /// Serve a cached copy younger than this many seconds without any request.

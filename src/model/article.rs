@@ -76,6 +76,9 @@ pub struct ArticleResult {
     pub cached_at: Option<String>,
     /// Age in seconds of the cached copy served, if one was.
     pub cache_age_seconds: Option<u64>,
+    /// Until when the server's own freshness lets the copy be served with no request (UTC
+    /// RFC 3339); `null` when it says nothing.
+    pub fresh_until: Option<String>,
 }
 
 /// A structured error about a page: `code` is the contract, `message` is for people.

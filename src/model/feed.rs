@@ -70,6 +70,10 @@ pub struct FeedResult {
     pub cached_at: Option<String>,
     /// Age of the served cached copy in seconds, for cached answers.
     pub cache_age_seconds: Option<u64>,
+    /// Until when the server's own freshness (`Cache-Control: max-age`, `Expires`, capped by
+    /// `--max-freshness`) lets the copy be served with no request (UTC RFC 3339); `null`
+    /// when it says nothing.
+    pub fresh_until: Option<String>,
 }
 
 /// What a feed says about itself (flattened into [`FeedResult`]).
@@ -95,6 +99,10 @@ pub struct FeedMeta {
     /// The feed's categories (RSS `category`, Atom `category`, `itunes:category` with its
     /// subcategories, `dc:subject`).
     pub categories: Vec<String>,
+    /// How often the feed says it changes, in seconds: RSS `<ttl>`, or the syndication
+    /// module's `sy:updatePeriod` / `sy:updateFrequency`. Reported only: freshness comes
+    /// from the server's headers.
+    pub declared_ttl_seconds: Option<u64>,
 }
 
 /// How an item's `id` was derived.

@@ -90,6 +90,7 @@ pub(crate) fn blank(url: &str, format: feed::ContentFormat) -> ArticleResult {
         gate_wait_ms: 0,
         cached_at: None,
         cache_age_seconds: None,
+        fresh_until: None,
     }
 }
 
@@ -319,6 +320,7 @@ async fn read_http(
     };
     o.result.attempts = f.attempts;
     o.result.gate_wait_ms = f.gate_wait.as_millis() as u64;
+    o.result.fresh_until = f.fresh_until_ms.and_then(super::format_ms);
     for (code, msg) in f.warnings {
         o.warn(code, msg);
     }

@@ -60,6 +60,8 @@ pub(crate) struct Fetched {
     /// Findings for the caller's output: a damaged entry, a failed write, a stale copy
     /// served, the host store's warnings.
     pub warnings: Vec<(WarningCode, String)>,
+    /// Until when (Unix ms) the server's own freshness covers what is served, if it does.
+    pub fresh_until_ms: Option<u64>,
 }
 
 impl Fetched {
@@ -69,6 +71,7 @@ impl Fetched {
             attempts: 0,
             gate_wait: std::time::Duration::ZERO,
             warnings: Vec::new(),
+            fresh_until_ms: None,
         }
     }
 }
@@ -129,12 +132,19 @@ impl Context {
         if let Some(msg) = corrupt {
             warnings.push((WarningCode::CacheEntryCorrupt, msg));
         }
-        // A fresh copy never reaches the gate.
-        if let CacheMode::MaxAge(max) = req.mode
-            && let Some(entry) =
-                cached.take_if(|e| e.meta.age(Utc::now()).is_some_and(|age| age < max))
-        {
+        // A fresh copy never reaches the gate: younger than --max-age, or still covered by
+        // the server's own freshness.
+        let cap = self.config.max_freshness;
+        let now_ms = crate::cache::now_ms();
+        let fresh = |e: &Entry| match req.mode {
+            CacheMode::MaxAge(max) => e.meta.age(Utc::now()).is_some_and(|age| age < max),
+            CacheMode::Fresh => e.meta.is_fresh(now_ms, cap).is_some(),
+            _ => false,
+        };
+        if let Some(entry) = cached.take_if(|e| fresh(e)) {
+            let until = entry.meta.is_fresh(now_ms, cap);
             let mut f = Fetched::new(Got::Cached(entry, FeedStatus::Ok));
+            f.fresh_until_ms = until;
             f.warnings = warnings;
             return f;
         }
@@ -153,12 +163,29 @@ impl Context {
                 .into_iter()
                 .map(|w| (w.code, w.message)),
         );
+        let mut fresh_until_ms = None;
         let got = match ex.result {
             Ok(resp) if resp.not_modified => match self.not_modified(&cache, cached, &resp).await {
-                Ok(entry) => Got::Cached(entry, FeedStatus::NotModified),
+                Ok(entry) => {
+                    fresh_until_ms = entry.meta.is_fresh(crate::cache::now_ms(), cap);
+                    Got::Cached(entry, FeedStatus::NotModified)
+                }
                 Err(e) => Got::Failed(e),
             },
+            Ok(resp) if resp.freshness.no_store => {
+                // The server says not to keep it: nor an older copy.
+                if let Some(c) = cache {
+                    let key = req.key.to_owned();
+                    let _ = blocking(move || c.forget(&key)).await;
+                }
+                Got::Fresh(resp)
+            }
             Ok(resp) => {
+                fresh_until_ms = resp
+                    .freshness
+                    .lifetime
+                    .filter(|_| !resp.freshness.no_cache)
+                    .map(|l| resp.received_ms + l.min(cap).as_millis() as u64);
                 let (resp, store_warning) = store_fresh(cache.as_ref(), req.key, resp).await;
                 if let Some(w) = store_warning {
                     warnings.push((WarningCode::CacheWriteFailed, w));
@@ -168,6 +195,7 @@ impl Context {
             Err(err) => match cached {
                 Some(entry)
                     if req.stale_if_error
+                        && !entry.meta.must_revalidate
                         && stale_allowed(&err)
                         && covers_since(&entry.meta, req.since) =>
                 {
@@ -190,6 +218,7 @@ impl Context {
             attempts: ex.attempts,
             gate_wait: ex.gate_wait,
             warnings,
+            fresh_until_ms,
         }
     }
 

@@ -41,6 +41,7 @@ fn blank(feed_url: &str) -> FeedResult {
         gate_wait_ms: 0,
         cached_at: None,
         cache_age_seconds: None,
+        fresh_until: None,
     }
 }
 
@@ -319,6 +320,7 @@ async fn fetch_http(
     };
     o.feed.attempts = f.attempts;
     o.feed.gate_wait_ms = f.gate_wait.as_millis() as u64;
+    o.feed.fresh_until = f.fresh_until_ms.and_then(super::format_ms);
     for (code, msg) in f.warnings {
         o.warn(code, msg);
     }

@@ -114,8 +114,12 @@ impl Context {}
 /// How the cache is used by a fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CacheMode {
-    /// Always revalidate a cached copy with a conditional GET (the default).
+    /// Serve a cached copy with no request while the server's own freshness
+    /// (`Cache-Control: max-age`, `Expires`) covers it, capped by `--max-freshness`;
+    /// otherwise revalidate (the default).
     #[default]
+    Fresh,
+    /// Always revalidate a cached copy with a conditional GET.
     Revalidate,
     /// Serve a cached copy younger than this without any network call.
     MaxAge(Duration),
@@ -183,6 +187,12 @@ fn require_cache(ctx: &Context) -> Result<&Cache> {
                 .unwrap_or_else(|| "the cache is not available".to_owned()),
         )
     })
+}
+
+/// Unix ms as the contract's UTC RFC 3339.
+fn format_ms(ms: u64) -> Option<String> {
+    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(i64::try_from(ms).ok()?)
+        .map(|t| crate::feed::date::format(&t))
 }
 
 /// Runs a blocking closure off the async threads.

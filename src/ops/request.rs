@@ -26,6 +26,9 @@ pub struct FetchRequest {
     pub max_age: Option<Duration>,
     /// Serve a cached copy when the origin fails.
     pub stale_if_error: bool,
+    /// Ask the origin every time, however fresh the cached copy (`--cache-policy
+    /// revalidate`).
+    pub revalidate: bool,
     /// Read each returned item's page as an article too.
     pub articles: bool,
     /// Honour robots.txt for those page reads.
@@ -60,7 +63,8 @@ impl FetchRequest {
             (true, _, _) => CacheMode::Off,
             (_, true, _) => CacheMode::Refresh,
             (_, _, Some(age)) => CacheMode::MaxAge(age),
-            _ => CacheMode::Revalidate,
+            _ if self.revalidate => CacheMode::Revalidate,
+            _ => CacheMode::Fresh,
         };
         let render = RenderOptions {
             format: self.content,
@@ -91,6 +95,8 @@ mod tests {
     #[test]
     fn the_cache_mode_follows_the_strongest_request() {
         let mut r = FetchRequest::default();
+        assert!(matches!(r.options().unwrap().cache, CacheMode::Fresh));
+        r.revalidate = true;
         assert!(matches!(r.options().unwrap().cache, CacheMode::Revalidate));
         r.max_age = Some(Duration::from_secs(60));
         assert!(matches!(r.options().unwrap().cache, CacheMode::MaxAge(_)));

@@ -178,3 +178,104 @@ async fn a_malformed_quota_field_is_ignored() {
     assert_eq!(code, Some(0), "{doc}");
     assert_eq!(ok(&doc), 4);
 }
+
+/// Fetches `url` with `extra` flags in `cache`; the one feed's result.
+async fn one(cache: &std::path::Path, extra: &[&str], url: &str) -> Value {
+    let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    args.push(url.to_owned());
+    let (code, doc) = fetch_in(cache, &args).await;
+    assert_eq!(code, Some(0), "{doc}");
+    doc["feeds"][0].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_the_server_says_is_fresh_is_served_with_no_request() {
+    let date = httpdate::fmt_http_date(std::time::SystemTime::now());
+    let later = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(60));
+    let (d1, l1, d2, l2) = (date.clone(), later.clone(), date.clone(), later.clone());
+    let srv = TestServer::start(move |req| match req.path.as_str() {
+        "/max-age" => Reply::xml(FEED)
+            .header("Cache-Control", "public, max-age=30")
+            .header("ETag", "\"v\""),
+        "/no-store" => Reply::xml(FEED).header("Cache-Control", "no-store, max-age=30"),
+        "/no-cache" => Reply::xml(FEED).header("Cache-Control", "no-cache, max-age=30"),
+        // Expires 60 s after Date, 50 s of it spent in a cache on the way: 10 s left.
+        "/expires" => Reply::xml(FEED)
+            .header("Date", &d1)
+            .header("Expires", &l1)
+            .header("Age", "50"),
+        // Expires 60 s after Date, and 60 s old already: stale on arrival.
+        "/expired" => Reply::xml(FEED)
+            .header("Date", &d2)
+            .header("Expires", &l2)
+            .header("Age", "60"),
+        _ => Reply::status(404),
+    })
+    .await;
+    let cache = tempfile::tempdir().unwrap();
+    let c = cache.path();
+    let count = |p: &str| srv.hits_for(p).len();
+
+    let first = one(c, &[], &srv.url("/max-age")).await;
+    assert!(first["fresh_until"].is_string(), "{first}");
+    let again = one(c, &[], &srv.url("/max-age")).await;
+    assert_eq!(again["from_cache"], true);
+    assert_eq!(again["status"], "ok");
+    assert!(again["cache_age_seconds"].is_u64());
+    assert_eq!(again["fresh_until"], first["fresh_until"]);
+    assert_eq!(count("/max-age"), 1, "a fresh copy sends nothing");
+    // Asked for now, or always asked, or past the --max-freshness cap: the origin is asked.
+    one(c, &["--refresh"], &srv.url("/max-age")).await;
+    assert_eq!(count("/max-age"), 2);
+    let revalidated = one(c, &["--cache-policy", "revalidate"], &srv.url("/max-age")).await;
+    assert_eq!(revalidated["status"], "ok");
+    assert_eq!(count("/max-age"), 3);
+    one(c, &["--max-freshness", "0"], &srv.url("/max-age")).await;
+    assert_eq!(count("/max-age"), 4);
+
+    for (path, requests) in [
+        ("/no-store", 2),
+        ("/no-cache", 2),
+        ("/expires", 1),
+        ("/expired", 2),
+    ] {
+        one(c, &[], &srv.url(path)).await;
+        one(c, &[], &srv.url(path)).await;
+        assert_eq!(count(path), requests, "{path}");
+    }
+    // A no-store response is not kept.
+    let listed = json(&rss_std(c).args(["cache", "list"]).output().unwrap().stdout);
+    let urls: Vec<&str> = listed["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["feed_url"].as_str().unwrap())
+        .collect();
+    assert!(!urls.contains(&srv.url("/no-store").as_str()), "{urls:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_feeds_declared_ttl_is_reported() {
+    let srv = TestServer::with_routes(vec![
+        ("/ttl", Reply::xml("<rss><channel><title>T</title><ttl>60</ttl></channel></rss>")),
+        (
+            "/sy",
+            Reply::xml("<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\" xmlns=\"http://purl.org/rss/1.0/\" xmlns:sy=\"http://purl.org/rss/1.0/modules/syndication/\"><channel><title>T</title><sy:updatePeriod>hourly</sy:updatePeriod><sy:updateFrequency>2</sy:updateFrequency></channel></rdf:RDF>"),
+        ),
+        ("/none", Reply::xml(FEED)),
+    ])
+    .await;
+    let cache = tempfile::tempdir().unwrap();
+    assert_eq!(
+        one(cache.path(), &[], &srv.url("/ttl")).await["declared_ttl_seconds"],
+        3600
+    );
+    assert_eq!(
+        one(cache.path(), &[], &srv.url("/sy")).await["declared_ttl_seconds"],
+        1800
+    );
+    assert_eq!(
+        one(cache.path(), &[], &srv.url("/none")).await["declared_ttl_seconds"],
+        Value::Null
+    );
+}
