@@ -37,6 +37,8 @@ pub const ENV_CACHE_MAX_BYTES: &str = "RSS_CACHE_MAX_BYTES";
 pub const ENV_GATE_STORE: &str = "RSS_GATE_STORE";
 /// Environment variable: `1` refuses requests to non-public addresses.
 pub const ENV_DENY_PRIVATE_NETWORKS: &str = "RSS_DENY_PRIVATE_NETWORKS";
+/// Environment variable: `host` (default) or `site`: what the gate keys a request on.
+pub const ENV_HOST_KEY: &str = "RSS_HOST_KEY";
 /// Environment variable: the longest a server's own freshness is trusted, seconds.
 pub const ENV_MAX_FRESHNESS: &str = "RSS_MAX_FRESHNESS_SECS";
 /// Default `--max-freshness`: one hour.
@@ -118,6 +120,8 @@ pub struct Overrides {
     pub deny_private_networks: bool,
     /// `--max-freshness` in seconds.
     pub max_freshness_secs: Option<u64>,
+    /// `--host-key host|site`.
+    pub host_key: Option<String>,
 }
 
 /// Every runtime parameter, resolved once before any I/O.
@@ -154,6 +158,8 @@ pub struct Config {
     /// The longest a cached copy is served on the server's own freshness (`max-age`,
     /// `Expires`) without asking it again.
     pub max_freshness: Duration,
+    /// What the gate keys a request on: the host, or the site (registrable domain).
+    pub host_key: crate::gate::KeyMode,
 }
 
 impl Default for Config {
@@ -173,6 +179,7 @@ impl Default for Config {
             wall_clock_skew_ms: 0,
             proxy_hosts: Vec::new(),
             max_freshness: DEFAULT_MAX_FRESHNESS,
+            host_key: crate::gate::KeyMode::Host,
         }
     }
 }
@@ -318,6 +325,17 @@ impl Config {
             config.concurrency = n;
         }
         config.proxy_hosts = proxy_hosts(&env);
+        let key = overrides.host_key.clone().or_else(|| env(ENV_HOST_KEY));
+        config.host_key = match key.as_deref().map(str::trim) {
+            None | Some("" | "host") => crate::gate::KeyMode::Host,
+            Some("site") => crate::gate::KeyMode::Site,
+            Some(other) => {
+                return Err(Error::usage(format!(
+                    "--host-key / {ENV_HOST_KEY} {:?} is not one of host, site",
+                    crate::error::echo(other)
+                )));
+            }
+        };
         let freshness = match overrides.max_freshness_secs {
             Some(s) => Some(s),
             None => env_number(&env, ENV_MAX_FRESHNESS)?,

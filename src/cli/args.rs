@@ -79,6 +79,10 @@ pub(super) struct GlobalArgs {
         conflicts_with = "no_host_state"
     )]
     pub(super) gate_store: Option<String>,
+    /// What the gate paces together: each host (default), or each site, its subdomains
+    /// grouped by registrable domain (env RSS_HOST_KEY).
+    #[arg(long, global = true, value_name = "host|site")]
+    pub(super) host_key: Option<String>,
     /// The longest a server's own freshness (max-age, Expires) is trusted before asking it
     /// again (default 1h; env RSS_MAX_FRESHNESS_SECS).
     #[arg(long, global = true, value_name = "DUR")]

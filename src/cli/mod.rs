@@ -154,6 +154,7 @@ fn overrides(g: &GlobalArgs) -> Result<Overrides> {
         gate_store: g.gate_store.clone(),
         cache_max_bytes: g.cache_max_bytes,
         deny_private_networks: g.deny_private_networks,
+        host_key: g.host_key.clone(),
         max_freshness_secs: g
             .max_freshness
             .as_deref()

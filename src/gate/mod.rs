@@ -56,8 +56,21 @@ impl Default for GateParams {
     }
 }
 
+/// What the gate keys a request on (`--host-key`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyMode {
+    /// Each `host:port` is its own host (the default).
+    #[default]
+    Host,
+    /// Hosts are grouped by their registrable domain (the Public Suffix List's eTLD+1):
+    /// `a.blogs.example` and `b.blogs.example` are one; `alice.github.io` and
+    /// `bob.github.io` are two (`github.io` is a public suffix). IP addresses and
+    /// `localhost` stay their own keys.
+    Site,
+}
+
 /// A host as the gate sees it: lowercased `host:port`, default port filled in, no
-/// trailing dot.
+/// trailing dot; or, keyed by site, the registrable domain alone.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HostKey(String);
 
@@ -74,15 +87,44 @@ impl HostKey {
         Some(HostKey(format!("{host}:{port}")))
     }
 
-    /// A key as written by [`HostKey::as_str`] (`host:port`), or `None` when it is not one.
+    /// The key of `url` under `mode`.
+    pub fn for_url(url: &Url, mode: KeyMode) -> Option<HostKey> {
+        let by_host = HostKey::from_url(url)?;
+        if mode == KeyMode::Host {
+            return Some(by_host);
+        }
+        let Some(url::Host::Domain(name)) = url.host() else {
+            return Some(by_host);
+        };
+        let name = name.trim_end_matches('.').to_ascii_lowercase();
+        if name == "localhost" || name.ends_with(".localhost") {
+            return Some(by_host);
+        }
+        match psl::domain_str(&name) {
+            Some(site) => Some(HostKey(site.to_owned())),
+            None => Some(by_host),
+        }
+    }
+
+    /// A key as written by [`HostKey::as_str`] (`host:port`, or a site's domain), or `None`
+    /// when it is not one.
     pub fn parse(s: &str) -> Option<HostKey> {
-        let url = Url::parse(&format!("http://{}/", s.trim())).ok()?;
-        let key = HostKey::from_url(&url)?;
-        // A key names its port: `example.com` alone is not a key.
-        s.trim()
+        let s = s.trim();
+        let url = Url::parse(&format!("http://{s}/")).ok()?;
+        let has_port = s
             .rsplit_once(':')
-            .and_then(|(_, p)| p.parse::<u16>().ok())?;
-        Some(key)
+            .and_then(|(_, p)| p.parse::<u16>().ok())
+            .is_some();
+        if has_port {
+            return HostKey::from_url(&url);
+        }
+        // A name without a port is a site's key.
+        match url.host() {
+            Some(url::Host::Domain(d)) if d.contains('.') => {
+                Some(HostKey(d.trim_end_matches('.').to_ascii_lowercase()))
+            }
+            _ => None,
+        }
     }
 
     /// The key as text.

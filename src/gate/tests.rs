@@ -400,7 +400,38 @@ fn a_trailing_dot_names_the_same_host() {
         HostKey::parse("Example.com:443").unwrap(),
         key("https://example.com/")
     );
-    assert_eq!(HostKey::parse("example.com"), None);
+    // A name without a port is a site's key.
+    assert_eq!(
+        HostKey::parse("Example.COM").unwrap().as_str(),
+        "example.com"
+    );
+    assert_eq!(HostKey::parse("localhost"), None);
+}
+
+#[test]
+fn keyed_by_site_subdomains_share_a_key_but_public_suffixes_do_not() {
+    let site = |u: &str| {
+        HostKey::for_url(&Url::parse(u).unwrap(), KeyMode::Site)
+            .unwrap()
+            .as_str()
+            .to_owned()
+    };
+    assert_eq!(site("https://a.blogs.example/feed"), "blogs.example");
+    assert_eq!(site("http://b.blogs.example:8080/x"), "blogs.example");
+    assert_eq!(site("https://staff.tumblr.com/rss"), "tumblr.com");
+    assert_eq!(site("https://alice.github.io/feed.xml"), "alice.github.io");
+    assert_eq!(site("https://bob.github.io/feed.xml"), "bob.github.io");
+    assert_eq!(site("https://www.bbc.co.uk/news"), "bbc.co.uk");
+    // Addresses and localhost are their own keys.
+    assert_eq!(site("http://127.0.0.1:8080/"), "127.0.0.1:8080");
+    assert_eq!(site("http://[::1]:9000/"), "[::1]:9000");
+    assert_eq!(site("http://localhost:3000/"), "localhost:3000");
+    // Keyed by host, nothing changes.
+    let host = HostKey::for_url(
+        &Url::parse("https://a.blogs.example/").unwrap(),
+        KeyMode::Host,
+    );
+    assert_eq!(host.unwrap().as_str(), "a.blogs.example:443");
 }
 
 #[tokio::test(start_paused = true)]

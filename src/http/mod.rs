@@ -129,6 +129,8 @@ struct Inner {
     /// The longest a send waits for a slot another process keeps busy: its budget and one
     /// whole send (a live holder is done by then; a stopped one is not waited for forever).
     slot_wait_limit: Duration,
+    /// What the gate keys a request on.
+    key_mode: crate::gate::KeyMode,
 }
 
 /// What a call has spent so far.
@@ -195,6 +197,7 @@ impl Client {
                 max_redirects: config.max_redirects,
                 deny_private_networks: config.deny_private_networks,
                 slot_wait_limit: config.gate.max_gate_wait + config.timeout,
+                key_mode: config.host_key,
             }),
         })
     }
@@ -202,6 +205,16 @@ impl Client {
     /// The gate every send goes through.
     pub fn gate(&self) -> &Gate {
         &self.inner.gate
+    }
+
+    /// The gate's key for a request to `url` (its host, or its site).
+    pub(crate) fn key_of(&self, url: &Url) -> Option<HostKey> {
+        HostKey::for_url(url, self.inner.key_mode)
+    }
+
+    /// What the gate keys requests on.
+    pub(crate) fn key_mode(&self) -> crate::gate::KeyMode {
+        self.inner.key_mode
     }
 
     /// The link to shared host state.
@@ -235,7 +248,7 @@ impl Client {
         let mut url = req.url.clone();
         let mut chain: Vec<Url> = vec![url.clone()];
         loop {
-            let key = HostKey::from_url(&url).ok_or_else(|| Error::InvalidUrl {
+            let key = self.key_of(&url).ok_or_else(|| Error::InvalidUrl {
                 input: url.to_string(),
                 reason: "the URL has no host".into(),
                 source: None,

@@ -48,6 +48,9 @@ pub struct CacheEntryInfo {
 /// process that uses the same store.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct HostsOutput {
+    /// What the gate keys requests on: `host` (each `host:port`) or `site` (registrable
+    /// domains: `--host-key site`).
+    pub host_key: String,
     /// Contract version.
     pub schema_version: String,
     /// Where the state is kept (`file:/…/hosts`, `redis://…`), or `null` when host state is

@@ -14,7 +14,6 @@ use crate::article::{self, robots::Robots};
 use crate::cache::{Entry, Kind};
 use crate::error::Error;
 use crate::feed::{self, RenderOptions, date, estimate_tokens, truncate_chars};
-use crate::gate::HostKey;
 use crate::inputs::{Input, Source};
 use crate::model::{
     ArticleOutput, ArticleResult, FeedStatus, PageWarning, SCHEMA_VERSION, WarningCode,
@@ -158,7 +157,7 @@ pub(crate) async fn read_batch(
         .into_iter()
         .map(|input| Job {
             host: match &input.source {
-                Source::Http(url) => HostKey::from_url(url),
+                Source::Http(url) => ctx.client.key_of(url),
                 _ => None,
             },
             payload: input,
@@ -478,7 +477,7 @@ impl Context {
             Some(b) => Robots::parse(&token, &b.into_vec()),
             None => Robots::allow_all(),
         };
-        if let Some(host) = HostKey::from_url(page) {
+        if let Some(host) = self.client.key_of(page) {
             let gate = self.client.gate();
             let before = gate.state_of(&host);
             let event =

@@ -10,7 +10,6 @@ use super::{Context, FetchOptions, compute};
 use crate::cache::{Entry, Kind};
 use crate::error::Error;
 use crate::feed::{self, Built, date};
-use crate::gate::HostKey;
 use crate::http::ACCEPT_FEEDS;
 use crate::inputs::{Input, Source};
 use crate::model::{
@@ -80,7 +79,7 @@ pub async fn fetch_feeds(
         .enumerate()
         .map(|(index, input)| Job {
             host: match &input.source {
-                Source::Http(url) => HostKey::from_url(url),
+                Source::Http(url) => ctx.client.key_of(url),
                 _ => None,
             },
             payload: (index, input),

@@ -38,12 +38,21 @@ fn info(s: &StoredHost, now_ms: u64) -> HostInfo {
     }
 }
 
+fn key_name(ctx: &Context) -> String {
+    match ctx.client.key_mode() {
+        crate::gate::KeyMode::Host => "host",
+        crate::gate::KeyMode::Site => "site",
+    }
+    .to_owned()
+}
+
 /// Lists the live host state of the configured store (`rss hosts`): what the gate
 /// enforces now. Lapsed entries and clear markers are left out.
 pub async fn hosts_list(ctx: &Context) -> Result<HostsOutput> {
     let mut warnings: Vec<Warning> = ctx.standing_warnings();
     let Some(store) = ctx.client.hosts().store() else {
         return Ok(HostsOutput {
+            host_key: key_name(ctx),
             schema_version: SCHEMA_VERSION.to_owned(),
             store: None,
             hosts: Vec::new(),
@@ -66,6 +75,7 @@ pub async fn hosts_list(ctx: &Context) -> Result<HostsOutput> {
     }
     hosts.sort_by(|a, b| a.host.cmp(&b.host));
     Ok(HostsOutput {
+        host_key: key_name(ctx),
         schema_version: SCHEMA_VERSION.to_owned(),
         store: Some(store.describe()),
         hosts,
@@ -80,7 +90,7 @@ pub async fn hosts_clear(ctx: &Context, host: Option<&str>) -> Result<usize> {
         .map(|h| {
             url::Url::parse(h)
                 .ok()
-                .and_then(|u| HostKey::from_url(&u))
+                .and_then(|u| ctx.client.key_of(&u))
                 .or_else(|| HostKey::parse(h))
                 .ok_or_else(|| {
                     Error::usage(format!(

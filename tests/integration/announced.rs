@@ -279,3 +279,56 @@ async fn a_feeds_declared_ttl_is_reported() {
         Value::Null
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyed_by_site_the_subdomains_of_one_site_are_paced_as_one() {
+    for mode in ["site", "host"] {
+        // A proxy answering for every host; the first request it sees is refused.
+        let proxy = TestServer::start(|req| {
+            if req.nth_overall == 1 {
+                Reply::status(429).header("Retry-After", "2")
+            } else {
+                Reply::xml(FEED).delay(Duration::from_millis(50))
+            }
+        })
+        .await;
+        let cache = tempfile::tempdir().unwrap();
+        let mut cmd = tokio::process::Command::from(rss_std(cache.path()));
+        cmd.args(["--host-key", mode, "fetch", "--no-cache"])
+            .args(["http://a.blogs.example/feed", "http://b.blogs.example/feed"])
+            .env("HTTP_PROXY", format!("http://{}", proxy.addr))
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .stderr(std::process::Stdio::null());
+        let out = cmd.output().await.unwrap();
+        let doc = json(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{mode}: {doc}");
+        let mut hits = proxy.hits();
+        hits.sort_by_key(|h| h.arrived);
+        let refused = hits[0].finished.unwrap();
+        let soonest_after = hits[1..].iter().map(|h| h.arrived - refused).min().unwrap();
+        if mode == "site" {
+            // The refusal taught the site: the other subdomain waited for it too.
+            assert!(
+                soonest_after >= Duration::from_millis(1990),
+                "{soonest_after:?}"
+            );
+            assert_eq!(proxy.max_in_flight(), 1);
+            let hosts = json(
+                &rss_std(cache.path())
+                    .args(["--host-key", "site", "hosts"])
+                    .output()
+                    .unwrap()
+                    .stdout,
+            );
+            assert_eq!(hosts["host_key"], "site");
+            assert_eq!(hosts["hosts"][0]["host"], "blogs.example", "{hosts}");
+        } else {
+            // Keyed by host, the other subdomain did not wait.
+            assert!(
+                soonest_after < Duration::from_millis(1500),
+                "{soonest_after:?}"
+            );
+        }
+    }
+}
