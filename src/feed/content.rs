@@ -155,6 +155,9 @@ pub(super) fn render_one(
         content_truncated,
         categories: raw.categories,
         enclosures: raw.enclosures,
+        comments: raw.comments,
+        source: raw.source,
+        duration_seconds: raw.duration_seconds,
     };
     (item, fell_back)
 }

@@ -8,7 +8,7 @@ use super::constructs::{
     plain, push_enclosure, push_unique, set_once, text_construct,
 };
 use super::text::{collapse_ws, non_empty};
-use super::xml::{self, Element, Ns};
+use super::xml::{self, Element, Node, Ns};
 use super::{Body, MAX_ITEMS, RawFeed, RawItem, items_capped_message};
 use crate::error::{Error, Result};
 use crate::urls::resolve;
@@ -32,12 +32,13 @@ pub(super) fn parse_xml(
             return;
         }
         let atom_mode = cx.root.eq_ignore_ascii_case("feed");
-        let mut it = item(&el, atom_mode, &mut skipped);
-        // An item with nothing to show or identify is not an item.
-        if it.is_empty() {
+        // Only an item element with nothing in it at all (no text, no attribute, no child
+        // that has either) is not an item: anything else is the publisher's item.
+        if !carries_data(&el) {
             empty_items += 1;
             return;
         }
+        let mut it = item(&el, atom_mode, &mut skipped);
         if base.is_none() {
             let site = site.get_or_insert_with(|| cx.parent.and_then(|p| site_link(p, atom_mode)));
             if let Some(site) = site {
@@ -95,7 +96,7 @@ pub(super) fn parse_xml(
     if empty_items > 0 {
         feed.warnings.push((
             WarningCode::ElementSkipped,
-            format!("{empty_items} item(s) with no title, link, guid, body, date or enclosure were left out"),
+            format!("{empty_items} empty item element(s) (no text, attribute or child with data) were left out"),
         ));
     }
     if !doc.repairs.is_empty() || doc.truncated {
@@ -151,10 +152,68 @@ fn rebase(it: &mut RawItem, site: &Url) {
     if let Some(u) = &mut it.url {
         fix(u);
     }
+    if let Some(u) = &mut it.comments {
+        fix(u);
+    }
     for e in &mut it.enclosures {
         fix(&mut e.url);
     }
     it.base = Some(site.clone());
+}
+
+/// Whether `el` holds anything: text, an attribute with a value (other than `xml:*`), or a
+/// child that holds something.
+fn carries_data(el: &Element) -> bool {
+    el.attrs
+        .iter()
+        .any(|a| a.ns != Ns::Xml && !a.value.trim().is_empty())
+        || el.children.iter().any(|n| match n {
+            Node::Text(t) => !t.trim().is_empty(),
+            Node::Elem(e) => carries_data(e),
+        })
+}
+
+/// An item's `<source>`: RSS's (`url` attribute, title as text) or Atom's (a feed's
+/// `title` and alternate `link`).
+fn source(c: &Element, atomish: bool) -> Option<crate::model::ItemSource> {
+    let s = if atomish {
+        crate::model::ItemSource {
+            title: c
+                .elements()
+                .find(|e| e.name.eq_ignore_ascii_case("title"))
+                .and_then(|t| non_empty(collapse_ws(&t.text()))),
+            url: c
+                .elements()
+                .filter(|e| e.name.eq_ignore_ascii_case("link"))
+                .find(|e| e.attr("rel").is_none_or(|r| r.trim().eq_ignore_ascii_case("alternate")))
+                .and_then(|e| e.attr("href"))
+                .and_then(|h| resolve(h, c.base.as_deref())),
+        }
+    } else {
+        crate::model::ItemSource {
+            title: non_empty(collapse_ws(&c.text())),
+            url: c.attr("url").and_then(|u| resolve(u, c.base.as_deref())),
+        }
+    };
+    (s.title.is_some() || s.url.is_some()).then_some(s)
+}
+
+/// `itunes:duration` in seconds: `H:MM:SS`, `MM:SS` or seconds (fractions dropped).
+fn duration(s: &str) -> Option<u64> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    let mut total = 0u64;
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() > 3 {
+        return None;
+    }
+    for p in parts {
+        let n = p.trim().split('.').next()?.parse::<u64>().ok()?;
+        total = total.checked_mul(60)?.checked_add(n)?;
+    }
+    Some(total)
 }
 
 fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
@@ -226,16 +285,27 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
                 let permalink = !c
                     .attr("isPermaLink")
                     .is_some_and(|v| v.trim().eq_ignore_ascii_case("false"));
-                if permalink
-                    && let Some(g) = &g
-                    && (g.starts_with("http://") || g.starts_with("https://"))
-                {
-                    permalink_guid = Some(g.clone());
+                // A permalink guid is the item's address: resolved like any link, kept when
+                // it is a web address.
+                if permalink && let Some(g) = &g {
+                    permalink_guid = resolve(g, c.base.as_deref()).filter(|u| {
+                        let u = u.to_ascii_lowercase();
+                        u.starts_with("http://")
+                            || u.starts_with("https://")
+                            || Url::parse(&u).is_err()
+                    });
                 }
                 if g.is_some() {
                     it.guid = g;
                 }
             }
+            (_, "comments") if rssish && it.comments.is_none() => {
+                it.comments = resolve(c.text().trim(), c.base.as_deref())
+            }
+            (_, "source") if (rssish || atomish) && it.source.is_none() => {
+                it.source = source(c, atomish);
+            }
+            (Ns::Itunes, "duration") => it.duration_seconds = duration(&c.text()),
             (_, "id") if atomish => it.guid = non_empty(c.text()).or(it.guid.take()),
             (_, "author") if atomish || rssish => push_unique(&mut it.authors, person(c)),
             (Ns::Dc, "creator") | (Ns::Dc, "author") => {

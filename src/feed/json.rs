@@ -74,17 +74,15 @@ pub(super) fn parse(text: &str, base: Option<&Url>) -> Result<RawFeed> {
     let feed_authors = author_names(&root);
     feed.authors = feed_authors.clone();
     let mut odd = 0usize;
+    let mut empty = 0usize;
     let mut beyond_cap = 0usize;
     if let Some(Value::Array(items)) = items_value {
         for v in items {
             match v {
                 Value::Object(_) if feed.items.len() >= MAX_ITEMS => beyond_cap += 1,
-                Value::Object(obj) => {
-                    let it = item(obj, base, &feed_authors);
-                    if !it.is_empty() {
-                        feed.items.push(it);
-                    }
-                }
+                // Only an item with nothing in it is not an item.
+                Value::Object(obj) if !obj.values().any(carries_data) => empty += 1,
+                Value::Object(obj) => feed.items.push(item(obj, base, &feed_authors)),
                 _ => odd += 1,
             }
         }
@@ -97,6 +95,12 @@ pub(super) fn parse(text: &str, base: Option<&Url>) -> Result<RawFeed> {
     if beyond_cap > 0 {
         feed.warnings
             .push((WarningCode::ItemsCapped, items_capped_message(beyond_cap)));
+    }
+    if empty > 0 {
+        feed.warnings.push((
+            WarningCode::ElementSkipped,
+            format!("{empty} empty item(s) (no field with a value) were left out"),
+        ));
     }
     if odd > 0 {
         feed.warnings.push((
@@ -153,6 +157,20 @@ fn item(obj: &Map<String, Value>, base: Option<&Url>, feed_authors: &[String]) -
         content,
         categories,
         enclosures,
+        comments: None,
+        source: None,
+        duration_seconds: None,
         base: base.cloned(),
+    }
+}
+
+/// Whether a JSON value holds anything: not null, not an empty string, array or object.
+fn carries_data(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::String(s) => !s.trim().is_empty(),
+        Value::Array(a) => a.iter().any(carries_data),
+        Value::Object(o) => o.values().any(carries_data),
+        Value::Bool(_) | Value::Number(_) => true,
     }
 }

@@ -62,24 +62,17 @@ pub(crate) struct RawItem {
     pub content: Option<Body>,
     pub categories: Vec<String>,
     pub enclosures: Vec<Enclosure>,
+    /// The item's comments page (RSS `<comments>`), absolute.
+    pub comments: Option<String>,
+    /// Where the item came from (RSS `<source>`, Atom `<source>`).
+    pub source: Option<crate::model::ItemSource>,
+    /// `itunes:duration`, in seconds.
+    pub duration_seconds: Option<u64>,
     /// What relative links inside the bodies resolve against.
     pub base: Option<Url>,
 }
 
 impl RawItem {
-    /// Whether the item has nothing to show or identify: no title, link, guid, body, date
-    /// or enclosure.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.title.is_none()
-            && self.url.is_none()
-            && self.guid.is_none()
-            && self.summary.is_none()
-            && self.content.is_none()
-            && self.published.is_none()
-            && self.updated.is_none()
-            && self.enclosures.is_empty()
-    }
-
     /// The date used for `--since` and ordering: published, else updated.
     pub fn date(&self) -> Option<DateTime<Utc>> {
         self.published.or(self.updated)

@@ -156,9 +156,24 @@ pub struct Item {
     pub categories: Vec<String>,
     /// Attached media (RSS enclosures, Atom enclosure links, media:content, JSON attachments).
     pub enclosures: Vec<Enclosure>,
+    /// The item's comments page (RSS `<comments>`), absolute.
+    pub comments: Option<String>,
+    /// The feed the item came from (RSS `<source>`, Atom `<source>`).
+    pub source: Option<ItemSource>,
+    /// The episode's length in seconds (`itunes:duration`).
+    pub duration_seconds: Option<u64>,
     /// The page at `url` read as an article, when asked for (`--articles`, `articles: true`);
     /// `null` otherwise.
     pub article: Option<Box<ArticleResult>>,
+}
+
+/// The feed an item was taken from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ItemSource {
+    /// Its title, plain text.
+    pub title: Option<String>,
+    /// Its address, absolute.
+    pub url: Option<String>,
 }
 
 /// One attached media file.

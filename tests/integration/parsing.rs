@@ -56,11 +56,44 @@ async fn a_truncated_document_that_yields_nothing_is_not_a_feed() {
 }
 
 #[tokio::test]
-async fn an_item_with_nothing_in_it_is_not_an_item() {
+async fn issue_22_only_an_item_with_nothing_in_it_is_not_an_item() {
     let f = ok("empty-items.xml").await;
     let titles: Vec<_> = f.items.iter().map(|i| i.title.as_deref()).collect();
-    assert_eq!(titles, [Some("Real one"), None]);
-    assert_eq!(f.items[1].guid.as_deref(), Some("just-a-guid"));
+    assert_eq!(titles, [Some("Real one"), None, None]);
+    assert_eq!(f.items[1].categories, ["only a category"]);
+    assert_eq!(f.items[2].guid.as_deref(), Some("just-a-guid"));
+}
+
+#[tokio::test]
+async fn issue_22_an_item_with_any_one_field_is_kept_with_that_field() {
+    let path = fixture_path("parsing/items-one-field.xml");
+    let out = fetch(
+        &context(config(None)),
+        &[path.to_string_lossy().into_owned()],
+        &no_cache(),
+    )
+    .await;
+    let f = &out.feeds[0];
+    assert_eq!(f.items.len(), 6, "{:?}", f.items);
+    let it = |i: usize| &f.items[i];
+    assert_eq!(it(0).authors, ["Ada Lovelace"]);
+    assert_eq!(it(1).categories, ["Engines"]);
+    assert_eq!(it(2).comments.as_deref(), Some("https://one.example.com/comments/3"));
+    let source = it(3).source.as_ref().unwrap();
+    assert_eq!(source.title.as_deref(), Some("The Other Feed"));
+    assert_eq!(source.url.as_deref(), Some("https://other.example.com/feed.xml"));
+    assert_eq!(it(4).duration_seconds, Some(3723));
+    assert_eq!(it(5).enclosures[0].url, "https://one.example.com/a.mp3");
+    // Every one has its own stable id.
+    let ids: std::collections::HashSet<_> = f.items.iter().map(|i| &i.id).collect();
+    assert_eq!(ids.len(), 6);
+    // The truly empty ones are left out, and said so.
+    let w = out
+        .warnings
+        .iter()
+        .find(|w| w.code == "ELEMENT_SKIPPED")
+        .expect("a warning for the empty items");
+    assert!(w.message.starts_with("3 empty item element(s)"), "{}", w.message);
 }
 
 #[tokio::test]
@@ -139,18 +172,16 @@ async fn categories_come_from_every_vocabulary() {
 }
 
 #[tokio::test]
-async fn a_permalink_guid_is_the_address_of_an_item_without_a_link() {
+async fn issue_22_a_permalink_guid_is_the_address_of_an_item_without_a_link() {
     let f = ok("guid-permalink.xml").await;
-    assert_eq!(
-        item(&f, "perma").url.as_deref(),
-        Some("https://g.example.com/post/1")
-    );
-    assert_eq!(item(&f, "not perma").url, None);
-    assert_eq!(item(&f, "not a url").url, None);
-    assert_eq!(
-        item(&f, "link wins").url.as_deref(),
-        Some("https://g.example.com/real/4")
-    );
+    let url = |t: &str| item(&f, t).url.clone();
+    assert_eq!(url("perma").as_deref(), Some("https://g.example.com/post/1"));
+    assert_eq!(url("not perma"), None);
+    // Resolved against the base like any link (here the channel link: a local file).
+    assert_eq!(url("relative perma").as_deref(), Some("https://g.example.com/post-3"));
+    assert_eq!(url("perma true").as_deref(), Some("https://g.example.com/posts/5"));
+    assert_eq!(url("not a web address"), None);
+    assert_eq!(url("link wins").as_deref(), Some("https://g.example.com/real/4"));
 }
 
 #[tokio::test]

@@ -410,13 +410,8 @@ mod properties {
             let fragment = format!("<item><title>{html}</title></item><item>{html}</item>");
             let doc = shape.replace("{}", &fragment);
             for bytes in [body, doc.into_bytes()] {
-                match crate::feed::parse(bytes.into(), Some("text/xml; charset=utf-8"), None) {
-                    Err(e) => prop_assert_eq!(e.code().as_str(), "FEED_PARSE_FAILED"),
-                    Ok(feed) => {
-                        for it in &feed.items {
-                            prop_assert!(!it.is_empty(), "{:?}", it);
-                        }
-                    }
+                if let Err(e) = crate::feed::parse(bytes.into(), Some("text/xml; charset=utf-8"), None) {
+                    prop_assert_eq!(e.code().as_str(), "FEED_PARSE_FAILED");
                 }
             }
         }
