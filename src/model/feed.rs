@@ -243,7 +243,7 @@ pub struct NdjsonSummary {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum NdjsonRecord {
     /// An item.
-    Item(NdjsonItem),
+    Item(Box<NdjsonItem>),
     /// A feed that failed.
     Error(ErrorObject),
     /// The last line: totals for the run.

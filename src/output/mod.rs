@@ -79,7 +79,7 @@ fn write_ndjson(out: &mut dyn Write, result: &FetchOutput, records: bool) -> io:
                 item: item.clone(),
             };
             if records {
-                write_json(out, &NdjsonRecord::Item(line), false)?;
+                write_json(out, &NdjsonRecord::Item(Box::new(line)), false)?;
             } else {
                 write_json(out, &line, false)?;
             }
