@@ -78,10 +78,16 @@ async fn issue_22_an_item_with_any_one_field_is_kept_with_that_field() {
     let it = |i: usize| &f.items[i];
     assert_eq!(it(0).authors, ["Ada Lovelace"]);
     assert_eq!(it(1).categories, ["Engines"]);
-    assert_eq!(it(2).comments.as_deref(), Some("https://one.example.com/comments/3"));
+    assert_eq!(
+        it(2).comments.as_deref(),
+        Some("https://one.example.com/comments/3")
+    );
     let source = it(3).source.as_ref().unwrap();
     assert_eq!(source.title.as_deref(), Some("The Other Feed"));
-    assert_eq!(source.url.as_deref(), Some("https://other.example.com/feed.xml"));
+    assert_eq!(
+        source.url.as_deref(),
+        Some("https://other.example.com/feed.xml")
+    );
     assert_eq!(it(4).duration_seconds, Some(3723));
     assert_eq!(it(5).enclosures[0].url, "https://one.example.com/a.mp3");
     // Every one has its own stable id.
@@ -93,7 +99,11 @@ async fn issue_22_an_item_with_any_one_field_is_kept_with_that_field() {
         .iter()
         .find(|w| w.code == "ELEMENT_SKIPPED")
         .expect("a warning for the empty items");
-    assert!(w.message.starts_with("3 empty item element(s)"), "{}", w.message);
+    assert!(
+        w.message.starts_with("3 empty item element(s)"),
+        "{}",
+        w.message
+    );
 }
 
 #[tokio::test]
@@ -175,13 +185,25 @@ async fn categories_come_from_every_vocabulary() {
 async fn issue_22_a_permalink_guid_is_the_address_of_an_item_without_a_link() {
     let f = ok("guid-permalink.xml").await;
     let url = |t: &str| item(&f, t).url.clone();
-    assert_eq!(url("perma").as_deref(), Some("https://g.example.com/post/1"));
+    assert_eq!(
+        url("perma").as_deref(),
+        Some("https://g.example.com/post/1")
+    );
     assert_eq!(url("not perma"), None);
     // Resolved against the base like any link (here the channel link: a local file).
-    assert_eq!(url("relative perma").as_deref(), Some("https://g.example.com/post-3"));
-    assert_eq!(url("perma true").as_deref(), Some("https://g.example.com/posts/5"));
+    assert_eq!(
+        url("relative perma").as_deref(),
+        Some("https://g.example.com/post-3")
+    );
+    assert_eq!(
+        url("perma true").as_deref(),
+        Some("https://g.example.com/posts/5")
+    );
     assert_eq!(url("not a web address"), None);
-    assert_eq!(url("link wins").as_deref(), Some("https://g.example.com/real/4"));
+    assert_eq!(
+        url("link wins").as_deref(),
+        Some("https://g.example.com/real/4")
+    );
 }
 
 #[tokio::test]
