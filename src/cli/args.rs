@@ -331,6 +331,14 @@ pub(super) struct FetchArgs {
     /// Only items since: 30m, 2h, 7d, 2026-06-01 or an RFC 3339 time.
     #[arg(long, value_name = "WHEN")]
     pub(super) since: Option<String>,
+    /// Only items whose title, summary or content hold every word and "phrase" and no
+    /// -excluded word (case- and accent-insensitive, whole words).
+    #[arg(long, value_name = "QUERY", allow_hyphen_values = true)]
+    pub(super) query: Option<String>,
+    /// Items of the run that tell the same story: list them (report), list them and keep
+    /// the first (drop), or do not look (off).
+    #[arg(long, value_enum, default_value = "report")]
+    pub(super) dedupe: crate::ops::Dedupe,
     #[command(flatten)]
     pub(super) cache: CacheArgs,
     /// Also read each returned item's page as an article (attached as `article`).

@@ -45,6 +45,8 @@ fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
     FetchRequest {
         since: args.since.clone(),
         limit: args.limit,
+        query: args.query.clone(),
+        dedupe: args.dedupe,
         content: args.content,
         max_content_chars: args.max_content_chars,
         no_cache: args.cache.no_cache || args.cache.cache_policy == CachePolicy::NoCache,

@@ -185,7 +185,10 @@ fn source(c: &Element, atomish: bool) -> Option<crate::model::ItemSource> {
             url: c
                 .elements()
                 .filter(|e| e.name.eq_ignore_ascii_case("link"))
-                .find(|e| e.attr("rel").is_none_or(|r| r.trim().eq_ignore_ascii_case("alternate")))
+                .find(|e| {
+                    e.attr("rel")
+                        .is_none_or(|r| r.trim().eq_ignore_ascii_case("alternate"))
+                })
                 .and_then(|e| e.attr("href"))
                 .and_then(|h| resolve(h, c.base.as_deref())),
         }

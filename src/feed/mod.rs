@@ -11,6 +11,7 @@ mod extract;
 mod ids;
 mod json;
 mod pipeline;
+pub(crate) mod query;
 pub(crate) mod render;
 mod select;
 pub(crate) mod text;
@@ -28,6 +29,7 @@ pub use content::{ContentFormat, RenderOptions, estimate_tokens, truncate_chars}
 pub use ids::item_id;
 pub use pipeline::{Built, process};
 pub(crate) use pipeline::{add_truncation, find_item};
+pub use query::Query;
 pub use select::{Selection, parse_since};
 
 /// A body as the feed gave it: HTML (the usual case) or plain text.

@@ -24,6 +24,8 @@ pub struct Built {
     pub omitted_by_limit: usize,
     /// Items left out by `--since`.
     pub omitted_by_since: usize,
+    /// Items left out by `--query`.
+    pub omitted_by_query: usize,
     /// Items whose content was cut.
     pub content_truncated: usize,
 }
@@ -95,7 +97,7 @@ fn eager(
     render: &RenderOptions,
 ) -> Result<(RawFeed, Built)> {
     let done: Mutex<Vec<Ranked>> = Mutex::new(Vec::new());
-    let mut omitted_by_since = 0usize;
+    let (mut omitted_by_since, mut omitted_by_query) = (0usize, 0usize);
     let parsed = rayon::scope(|scope| {
         let mut batch: Vec<(usize, RawItem, String, IdSource)> = Vec::with_capacity(BATCH);
         let mut index = 0usize;
@@ -118,11 +120,10 @@ fn eager(
         let result = parse_into(body, content_type, doc_url, &mut |item| {
             let i = index;
             index += 1;
-            if let Some(since) = selection.since
-                && item.date().is_some_and(|d| d < since)
-            {
-                omitted_by_since += 1;
-                return;
+            match selection.judge(&item) {
+                select::Verdict::Keep => {}
+                select::Verdict::Since => return omitted_by_since += 1,
+                select::Verdict::Query => return omitted_by_query += 1,
             }
             let (id, source) = ids::for_item(feed_url, &item, i);
             batch.push((i, item, id, source));
@@ -137,17 +138,13 @@ fn eager(
     });
     let raw = parsed?;
     let mut ranked = done.into_inner().unwrap_or_else(|e| e.into_inner());
-    // Newest first; undated after dated; feed order among equals.
-    ranked.sort_by(|(da, ia, ..), (db, ib, ..)| match (da, db) {
-        (Some(x), Some(y)) => y.cmp(x).then(ia.cmp(ib)),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => ia.cmp(ib),
-    });
+    ranked.sort_by(|(da, ia, ..), (db, ib, ..)| select::newest_first((*da, *ia), (*db, *ib)));
     let rendered = ranked
         .into_iter()
         .map(|(_, _, item, fell_back)| (item, fell_back));
-    Ok((raw, finish(rendered, 0, omitted_by_since)))
+    let mut built = finish(rendered, 0, omitted_by_since);
+    built.omitted_by_query = omitted_by_query;
+    Ok((raw, built))
 }
 
 /// Selects (`--since`, sort, `--limit`), identifies and renders the items of `feed`.
@@ -167,11 +164,13 @@ pub(crate) fn build(
         .collect();
     let selected = select::apply(identified, selection);
     let rendered = content::render_all(selected.items, render);
-    finish(
+    let mut built = finish(
         rendered.into_iter(),
         selected.omitted_by_limit,
         selected.omitted_by_since,
-    )
+    );
+    built.omitted_by_query = selected.omitted_by_query;
+    built
 }
 
 /// The rendered items, in order, with their counts and warnings.
@@ -242,5 +241,6 @@ pub(crate) fn find_item(
 pub(crate) fn add_truncation(t: &mut Truncation, built: &Built) {
     t.items_omitted_by_limit += built.omitted_by_limit;
     t.items_omitted_by_since += built.omitted_by_since;
+    t.items_omitted_by_query += built.omitted_by_query;
     t.items_content_truncated += built.content_truncated;
 }

@@ -1,10 +1,14 @@
-//! `--since`, newest-first ordering and `--limit`.
+//! Which items a fetch returns: `--since`, `--query`, newest-first ordering and `--limit`,
+//! decided here for both the streaming and the collecting pipeline.
+
+use std::cmp::Ordering;
 
 use chrono::{DateTime, Duration as ChronoDuration, NaiveDate, Utc};
 
-use super::RawItem;
 #[cfg(test)]
 use super::date;
+use super::query::Query;
+use super::{Body, RawItem};
 use crate::error::{Error, Result};
 use crate::model::IdSource;
 
@@ -15,6 +19,58 @@ pub struct Selection {
     pub since: Option<DateTime<Utc>>,
     /// Keep at most this many items per feed, newest first.
     pub limit: Option<usize>,
+    /// Keep only items that match (applied after `since`, before `limit`).
+    pub query: Option<Query>,
+}
+
+/// What selection says of one item before ordering and `limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// The item stays.
+    Keep,
+    /// Older than `since`.
+    Since,
+    /// Does not match the query.
+    Query,
+}
+
+impl Selection {
+    /// Whether `item` passes `since` and then the query.
+    pub(super) fn judge(&self, item: &RawItem) -> Verdict {
+        if let Some(since) = self.since
+            && item.date().is_some_and(|d| d < since)
+        {
+            return Verdict::Since;
+        }
+        if let Some(q) = &self.query {
+            let plain = |b: &Option<Body>| match b {
+                Some(Body::Html(h)) => super::render::to_plain(h),
+                Some(Body::Text(t)) => t.clone(),
+                None => String::new(),
+            };
+            let title = item.title.as_deref().unwrap_or("");
+            let (summary, content) = (plain(&item.summary), plain(&item.content));
+            if !q.matches(&[title, &summary, &content]) {
+                return Verdict::Query;
+            }
+        }
+        Verdict::Keep
+    }
+}
+
+/// The order items are returned in: newest first (published, else updated), undated after
+/// dated, and feed order (`index`) among equals.
+pub(super) fn newest_first(
+    (date_a, index_a): (Option<DateTime<Utc>>, usize),
+    (date_b, index_b): (Option<DateTime<Utc>>, usize),
+) -> Ordering {
+    match (date_a, date_b) {
+        (Some(x), Some(y)) => y.cmp(&x),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => Ordering::Equal,
+    }
+    .then(index_a.cmp(&index_b))
 }
 
 /// Parses `--since`: a duration back from `now` (`30m`, `2h`, `7d`, `1w`, `45s`), a date
@@ -43,27 +99,24 @@ pub fn parse_since(s: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
 pub(super) struct Selected {
     pub items: Vec<(RawItem, String, IdSource)>,
     pub omitted_by_since: usize,
+    pub omitted_by_query: usize,
     pub omitted_by_limit: usize,
 }
 
-/// Filters by `since`, orders newest first (undated after dated, in feed order), limits.
+/// Judges each item ([`Selection::judge`]), orders the rest ([`newest_first`]) and
+/// keeps the first `limit`.
 pub(super) fn apply(items: Vec<(RawItem, String, IdSource)>, sel: &Selection) -> Selected {
-    let before = items.len();
-    let mut items: Vec<_> = match sel.since {
-        Some(since) => items
-            .into_iter()
-            .filter(|(it, _, _)| it.date().is_none_or(|d| d >= since))
-            .collect(),
-        None => items,
-    };
-    let omitted_by_since = before - items.len();
-    // A stable sort keeps feed order among equal dates and among undated items.
-    items.sort_by(|(a, _, _), (b, _, _)| match (a.date(), b.date()) {
-        (Some(x), Some(y)) => y.cmp(&x),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => std::cmp::Ordering::Equal,
-    });
+    let (mut omitted_by_since, mut omitted_by_query) = (0, 0);
+    let mut kept: Vec<(usize, (RawItem, String, IdSource))> = Vec::with_capacity(items.len());
+    for (i, entry) in items.into_iter().enumerate() {
+        match sel.judge(&entry.0) {
+            Verdict::Keep => kept.push((i, entry)),
+            Verdict::Since => omitted_by_since += 1,
+            Verdict::Query => omitted_by_query += 1,
+        }
+    }
+    kept.sort_by(|(ia, a), (ib, b)| newest_first((a.0.date(), *ia), (b.0.date(), *ib)));
+    let mut items: Vec<_> = kept.into_iter().map(|(_, entry)| entry).collect();
     let mut omitted_by_limit = 0;
     if let Some(limit) = sel.limit
         && items.len() > limit
@@ -74,6 +127,7 @@ pub(super) fn apply(items: Vec<(RawItem, String, IdSource)>, sel: &Selection) ->
     Selected {
         items,
         omitted_by_since,
+        omitted_by_query,
         omitted_by_limit,
     }
 }
@@ -163,6 +217,7 @@ mod tests {
         let sel = Selection {
             since: Some(parse_since("7d", now()).unwrap()),
             limit: Some(2),
+            query: None,
         };
         let s = apply(items, &sel);
         let order: Vec<_> = s.items.iter().map(|(_, id, _)| id.as_str()).collect();

@@ -177,8 +177,17 @@ fn summary_line(out: &FetchOutput) -> String {
     {
         s.push_str(&format!(" RATE_LIMITED feeds: retry after {wait} s."));
     }
+    if out.next_cursor.is_some() {
+        s.push_str(&format!(
+            " A page: {} more items; call again with the same arguments and cursor = next_cursor.",
+            out.truncation.items_on_later_pages
+        ));
+    }
     s
 }
+
+/// Tokens kept for the page note [`summary_line`] adds.
+const PAGE_NOTE_TOKENS: usize = 32;
 
 impl Server {
     async fn fetch_feed(
@@ -190,9 +199,11 @@ impl Server {
         let single = a.url.is_some();
         let urls = url_or_urls(a.url, a.urls, tools::MAX_URLS, "feed")?;
         let policy = a.cache_policy.unwrap_or_default();
-        let opts = FetchRequest {
+        let request = FetchRequest {
             since: a.since,
             limit: to_usize(Some(a.limit.unwrap_or(tools::DEFAULT_LIMIT))),
+            query: a.query,
+            dedupe: a.dedupe.unwrap_or_default(),
             content: a.content_format.unwrap_or_default(),
             max_content_chars: to_usize(a.max_content_chars),
             no_cache: policy == CachePolicyArg::NoCache,
@@ -203,10 +214,20 @@ impl Server {
             articles: a.articles.unwrap_or(false),
             // Pages read for a model honour robots.txt.
             respect_robots: true,
-        }
-        .options()?;
+        };
+        let mut opts = request.options()?;
+        let fingerprint = ops::pages::fingerprint(&urls, &request);
+        let start = match &a.cursor {
+            None => ops::pages::Start::default(),
+            Some(c) => {
+                let (start, since) = ops::pages::decode(&self.ctx.cursor_key, c, &fingerprint)?;
+                ops::pages::continue_run(&mut opts, since);
+                start
+            }
+        };
+        let since = opts.selection.since;
         let budget = budget_of(a.max_response_tokens);
-        let mut out = self
+        let out = self
             .fetch_with_progress(inputs::merge(urls), &opts, context)
             .await;
         if single
@@ -222,9 +243,19 @@ impl Server {
         let single_url = single
             .then(|| out.feeds.first().map(|f| f.feed_url.clone()))
             .flatten();
-        if let Err(e) = ops::budget::fit_fetch(&mut out, budget, estimate_tokens(&summary)) {
-            return Ok(error_result(&e, single_url.as_deref()));
-        }
+        let out = match ops::pages::page(
+            &self.ctx.cursor_key,
+            out,
+            start,
+            budget,
+            estimate_tokens(&summary) + PAGE_NOTE_TOKENS,
+            &fingerprint,
+            since,
+        ) {
+            Ok(out) => out,
+            Err(e) => return Ok(error_result(&e, single_url.as_deref())),
+        };
+        let summary = summary_line(&out);
         let value =
             serde_json::to_value(&out).map_err(|e| Error::internal_from("serializing", e))?;
         Ok(success(summary, value))

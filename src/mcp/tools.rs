@@ -83,15 +83,30 @@ pub struct FetchFeedArgs {
     /// Only items since: 30m, 2h, 7d, 2026-06-01 or an RFC 3339 time.
     #[serde(default)]
     pub since: Option<String>,
+    /// Only items whose title, summary or content hold every word and "quoted phrase" and
+    /// no -excluded word (case- and accent-insensitive, whole words), e.g.
+    /// `rust "async runtime" -tokio`.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// Items that tell the same story (same guid, address or body): report (default) lists
+    /// them in `duplicates`, drop also keeps only the first, off does not look.
+    #[serde(default)]
+    pub dedupe: Option<crate::ops::Dedupe>,
     /// Cut each item body to this many characters.
     #[serde(default, deserialize_with = "lenient_u64")]
     #[schemars(with = "Option<u64>")]
     pub max_content_chars: Option<u64>,
-    /// Token budget of the whole result (default 10000); over it the call fails with
-    /// RESPONSE_TOO_LARGE and suggests a limit and max_content_chars that fit.
+    /// Token budget of the whole result (default 10000). A larger result comes back in
+    /// pages: as many whole feeds and items as fit, with `next_cursor`; only a first item
+    /// that alone passes the budget fails, with RESPONSE_TOO_LARGE and a max_content_chars
+    /// that fits.
     #[serde(default, deserialize_with = "lenient_u64")]
     #[schemars(with = "Option<u64>")]
     pub max_response_tokens: Option<u64>,
+    /// The `next_cursor` of the previous page, given with the same url(s) and options:
+    /// continues exactly there, from the cache, with no new request for what was fetched.
+    #[serde(default)]
+    pub cursor: Option<String>,
     /// fresh (default), revalidate, refresh, stale-if-error or no-cache.
     #[serde(default)]
     pub cache_policy: Option<CachePolicyArg>,

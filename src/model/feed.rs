@@ -22,8 +22,48 @@ pub struct FetchOutput {
     pub errors: Vec<ErrorObject>,
     /// Non-fatal findings (a repaired feed, an undated feed, a stale copy served, ...).
     pub warnings: Vec<Warning>,
-    /// What `--limit`, `--since` and `--max-content-chars` left out.
+    /// What `--limit`, `--since`, `--query`, `--dedupe drop` and `--max-content-chars` left
+    /// out.
     pub truncation: Truncation,
+    /// Items of this run that tell the same story (`--dedupe report|drop`), each group in
+    /// input order; empty with `--dedupe off`.
+    pub duplicates: Vec<Duplicate>,
+    /// More of this result is on later pages: pass this as `cursor` (with the same `urls`
+    /// and options) to get the next one. MCP `fetch_feed` only; always `null` in the CLI.
+    pub next_cursor: Option<String>,
+}
+
+/// One story told by several items of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Duplicate {
+    /// What the items share: the guid, the normalised address or the content hash.
+    pub key: String,
+    /// Which of those `key` is.
+    pub kind: DuplicateKind,
+    /// The items, in input order; with `--dedupe drop` only the first is still in `feeds`.
+    pub items: Vec<DuplicateItem>,
+}
+
+/// What a duplicate group's items share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DuplicateKind {
+    /// The same guid (one that looks globally unique: a URI or a long token).
+    Guid,
+    /// The same address after normalisation (scheme, case, default port, trailing slash,
+    /// fragment and tracking parameters set aside).
+    Url,
+    /// The same body (`content_hash`).
+    ContentHash,
+}
+
+/// One item of a duplicate group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DuplicateItem {
+    /// The feed it came from, as requested.
+    pub feed_url: String,
+    /// Its `id` in that feed.
+    pub id: String,
 }
 
 /// How one requested feed went.
@@ -201,6 +241,14 @@ pub struct Truncation {
     pub items_omitted_by_limit: usize,
     /// Items left out by `--since`.
     pub items_omitted_by_since: usize,
+    /// The `--query` applied (as given), if any.
+    pub query: Option<String>,
+    /// Items left out by `--query`.
+    pub items_omitted_by_query: usize,
+    /// Items left out as duplicates of an earlier one (`--dedupe drop`).
+    pub items_omitted_as_duplicates: usize,
+    /// Items of this result left for later pages (see `next_cursor`).
+    pub items_on_later_pages: usize,
     /// Items whose content was cut at `--max-content-chars`.
     pub items_content_truncated: usize,
 }

@@ -89,6 +89,9 @@ pub enum WarningCode {
     /// A shared send slot lapsed while its request was on the wire (the process was
     /// stalled past the slot's lifetime): another worker may have sent beside it.
     GateSlotLost,
+    /// A page continued from a cursor found its feed changed since the last page (a newer
+    /// copy was fetched): items may repeat or be missing.
+    CursorShifted,
 }
 
 impl WarningCode {

@@ -18,6 +18,7 @@ fn with_limit(out: &FetchOutput, limit: usize) -> FetchOutput {
     for f in &mut o.feeds {
         f.items.truncate(limit);
     }
+    super::dedupe::retain_present(&mut o);
     o
 }
 
@@ -34,7 +35,7 @@ fn with_content_chars(out: &FetchOutput, chars: usize) -> FetchOutput {
 
 /// The largest `n` in `0..=hi` for which `fits(n)` holds (`fits` is monotone), or `None`
 /// when not even 0 fits.
-fn largest_fitting(hi: usize, fits: impl Fn(usize) -> bool) -> Option<usize> {
+pub(crate) fn largest_fitting(hi: usize, fits: impl Fn(usize) -> bool) -> Option<usize> {
     if fits(hi) {
         return Some(hi);
     }

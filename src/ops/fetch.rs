@@ -147,6 +147,7 @@ pub async fn fetch_feeds(
         }));
     }
     let mut out = assemble(ctx, fetched_at, outcomes, opts);
+    super::dedupe::apply(&mut out, opts.dedupe);
     out.warnings.extend(page_warnings);
     out
 }
@@ -165,9 +166,12 @@ fn assemble(
         feeds: Vec::with_capacity(outcomes.len()),
         errors: Vec::new(),
         warnings: ctx.standing_warnings(),
+        duplicates: Vec::new(),
+        next_cursor: None,
         truncation: Truncation {
             limit: opts.selection.limit,
             since: opts.selection.since.as_ref().map(date::format),
+            query: opts.selection.query.as_ref().map(|q| q.text.clone()),
             max_content_chars: opts.render.max_content_chars,
             ..Truncation::default()
         },

@@ -4,9 +4,11 @@
 mod article;
 pub mod budget;
 mod cached;
+mod dedupe;
 mod discover;
 mod fetch;
 mod hosts;
+pub mod pages;
 mod request;
 mod show;
 
@@ -22,6 +24,7 @@ use crate::model::{CacheListOutput, SCHEMA_VERSION, Warning};
 use crate::payload::Payload;
 
 pub use article::{ArticleOptions, fetch_articles, read_item_article};
+pub use dedupe::Dedupe;
 pub use discover::discover;
 pub use fetch::fetch_feeds;
 pub use hosts::{hosts_clear, hosts_list};
@@ -42,6 +45,8 @@ pub struct Context {
     pub config: Config,
     /// robots.txt rules read by this process, by origin.
     pub(crate) robots: std::sync::Arc<article::RobotsMemo>,
+    /// The key this process signs page cursors with ([`pages`]).
+    pub cursor_key: pages::CursorKey,
 }
 
 impl Context {
@@ -64,6 +69,7 @@ impl Context {
             cache_warning,
             config,
             robots: Default::default(),
+            cursor_key: Default::default(),
         })
     }
 
@@ -132,8 +138,10 @@ pub enum CacheMode {
 /// Options of `fetch_feeds`.
 #[derive(Debug, Clone, Default)]
 pub struct FetchOptions {
-    /// `--since` and `--limit`.
+    /// `--since`, `--query` and `--limit`.
     pub selection: Selection,
+    /// What is done with items that tell the same story.
+    pub dedupe: Dedupe,
     /// `--content` and `--max-content-chars`.
     pub render: RenderOptions,
     /// How the cache is used.

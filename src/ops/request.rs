@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{ArticleOptions, CacheMode, FetchOptions};
 use crate::error::{Error, Result};
-use crate::feed::{ContentFormat, RenderOptions, Selection, parse_since};
+use crate::feed::{ContentFormat, Query, RenderOptions, Selection, parse_since};
 
 /// A fetch as asked for: flags of `rss fetch`, or the arguments of `fetch_feed`.
 #[derive(Debug, Clone, Default)]
@@ -14,6 +14,10 @@ pub struct FetchRequest {
     pub since: Option<String>,
     /// At most this many items per feed, newest first.
     pub limit: Option<usize>,
+    /// Only items that hold these words and phrases and none of the `-excluded`.
+    pub query: Option<String>,
+    /// What is done with items that tell the same story.
+    pub dedupe: super::Dedupe,
     /// How item bodies are rendered.
     pub content: ContentFormat,
     /// Cut each item's content to this many characters.
@@ -74,7 +78,9 @@ impl FetchRequest {
             selection: Selection {
                 since,
                 limit: self.limit,
+                query: self.query.as_deref().map(Query::parse).transpose()?,
             },
+            dedupe: self.dedupe,
             render,
             cache,
             stale_if_error: self.stale_if_error,

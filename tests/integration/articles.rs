@@ -335,21 +335,32 @@ async fn fetch_feed_with_articles_shares_one_token_budget() {
     .await;
     let cache = tempfile::tempdir().unwrap();
     let server = spawn_in(cache.path(), &[], &[]).await;
-    let r = call(
-        &server,
-        "fetch_feed",
-        json!({"url": srv.url("/feed"), "articles": true, "max_response_tokens": 1200}),
-    )
-    .await;
-    let out = structured(&r);
-    let text = serde_json::to_string(&out).unwrap();
-    assert!(text.len() / 4 <= 1200, "{} tokens", text.len() / 4);
-    let items = out["feeds"][0]["items"].as_array().unwrap();
-    assert_eq!(items.len(), 3);
-    for it in items {
-        let a = &it["article"];
+    // Each item with its article is over the budget alone: one item a page, its article
+    // cut at a paragraph (the rest with fetch_article's offset), and the pages continue
+    // from the cache, with no second request for the feed or any page.
+    let mut cursor: Option<String> = None;
+    let mut titles = Vec::new();
+    for _ in 0..3 {
+        let mut a = json!({"url": srv.url("/feed"), "articles": true, "max_response_tokens": 800});
+        if let Some(c) = &cursor {
+            a["cursor"] = json!(c);
+        }
+        let out = structured(&call(&server, "fetch_feed", a).await);
+        let text = serde_json::to_string(&out).unwrap();
+        assert!(text.len() / 4 <= 800, "{} tokens", text.len() / 4);
+        let items = out["feeds"][0]["items"].as_array().unwrap();
+        assert_eq!(items.len(), 1);
+        let a = &items[0]["article"];
         assert_eq!(a["status"], "ok", "{a}");
         assert_eq!(a["content_truncated"], true, "{a}");
         assert!(a["next_offset"].as_u64().is_some());
+        titles.push(items[0]["title"].as_str().unwrap().to_owned());
+        cursor = out["next_cursor"].as_str().map(str::to_owned);
+    }
+    assert_eq!(cursor, None);
+    assert_eq!(titles, ["Story 0", "Story 1", "Story 2"]);
+    assert_eq!(srv.hits_for("/feed").len(), 1);
+    for i in 0..3 {
+        assert_eq!(srv.hits_for(&format!("/story/{i}")).len(), 1);
     }
 }

@@ -453,7 +453,7 @@ async fn a_ten_thousand_item_feed_parses_whole_and_limits_newest_first() {
     let ctx = context(config(None));
     let opts = with_selection(Selection {
         limit: Some(5),
-        since: None,
+        ..Selection::default()
     });
     let out = fetch(&ctx, &[srv.url("/big")], &opts).await;
     let titles: Vec<_> = out.feeds[0]
@@ -481,7 +481,7 @@ async fn since_and_content_options_apply() {
     let opts = rss::ops::FetchOptions {
         selection: Selection {
             since: Some(parse_since("2026-05-20", chrono::Utc::now()).unwrap()),
-            limit: None,
+            ..Selection::default()
         },
         render: RenderOptions {
             format: ContentFormat::Text,

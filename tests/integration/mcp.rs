@@ -414,7 +414,24 @@ async fn stringified_integers_work_and_an_over_budget_result_suggests_what_fits(
         50
     );
 
+    // Over the budget: a page of whole items that fits, and a cursor for the rest.
     let budget = 3000;
+    let r = call(
+        &s,
+        "fetch_feed",
+        json!({"url": srv.url("/big"), "max_response_tokens": budget}),
+    )
+    .await;
+    let page = structured(&r);
+    let n = page["feeds"][0]["item_count"].as_u64().unwrap();
+    assert!((1..25).contains(&n), "{n} items");
+    assert!(serde_json::to_string(&page).unwrap().len() / 4 <= budget);
+    assert!(page["next_cursor"].is_string());
+    assert_eq!(page["truncation"]["items_on_later_pages"], 25 - n);
+    assert!(text(&r).contains("cursor"), "{}", text(&r));
+
+    // One item alone over the budget: RESPONSE_TOO_LARGE, and its suggestion works.
+    let budget = 700;
     let err = error_object(
         &call(
             &s,
@@ -427,16 +444,7 @@ async fn stringified_integers_work_and_an_over_budget_result_suggests_what_fits(
     let d = &err["details"];
     assert!(d["estimated_tokens"].as_u64().unwrap() > budget);
     assert_eq!(d["budget_tokens"], budget);
-    let limit = d["suggested_limit"].as_u64().unwrap();
     let chars = d["suggested_max_content_chars"].as_u64().unwrap();
-    assert!(limit >= 1, "{d}");
-    let r = call(
-        &s,
-        "fetch_feed",
-        json!({"url": srv.url("/big"), "max_response_tokens": budget, "limit": limit}),
-    )
-    .await;
-    assert_eq!(structured(&r)["feeds"][0]["item_count"], limit);
     let r = call(
         &s,
         "fetch_feed",

@@ -131,29 +131,20 @@ async fn get_item_keeps_to_its_budget_and_its_suggestion_works_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_suggestion_that_cannot_fit_alone_is_null_and_the_other_works() {
+async fn a_listing_over_the_budget_comes_in_pages_not_a_refusal() {
     // 5,000 items: even with no content at all, the listing passes the budget.
     let srv = TestServer::with_routes(vec![("/many", Reply::xml(big_feed(5_000, 400)))]).await;
     let s = spawn_with(&[], &[]).await;
-    let err = error_object(
-        &call(
-            &s,
-            "fetch_feed",
-            json!({"url": srv.url("/many"), "limit": 5000}),
-        )
-        .await,
-    );
-    assert_eq!(err["code"], "RESPONSE_TOO_LARGE");
-    assert_eq!(err["feed_url"], srv.url("/many"));
-    let d = &err["details"];
-    assert!(d["suggested_max_content_chars"].is_null(), "{d}");
-    let limit = d["suggested_limit"].as_u64().unwrap();
     let r = call(
         &s,
         "fetch_feed",
-        json!({"url": srv.url("/many"), "limit": limit}),
+        json!({"url": srv.url("/many"), "limit": 5000, "content_format": "none"}),
     )
     .await;
-    assert_eq!(structured(&r)["feeds"][0]["item_count"], limit);
+    let page = structured(&r);
+    let n = page["feeds"][0]["item_count"].as_u64().unwrap();
+    assert!(n > 10, "{n} items");
+    assert_eq!(page["truncation"]["items_on_later_pages"], 5_000 - n);
+    assert!(page["next_cursor"].is_string());
     s.client.cancel().await.unwrap();
 }

@@ -1,0 +1,302 @@
+//! `--dedupe report|drop|off`: items of one run that tell the same story.
+//!
+//! Two items are the same story when they share a guid that looks globally unique, else a
+//! web address after normalisation, else a content hash; the relation is closed over (if
+//! A and B share a guid and B and C an address, all three are one group). Our own `id` is
+//! never a key: it includes the feed's URL, so it never matches across feeds.
+
+use std::collections::HashMap;
+
+use url::Url;
+
+use crate::model::{Duplicate, DuplicateItem, DuplicateKind, FetchOutput};
+
+/// What is done with the items that repeat an earlier one.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Deserialize,
+    schemars::JsonSchema,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Dedupe {
+    /// List them in `duplicates`, keep every item.
+    #[default]
+    Report,
+    /// List them and keep only the first in input order.
+    Drop,
+    /// Look for none.
+    Off,
+}
+
+/// Query parameters that only track who sent a reader, never what the page is.
+fn is_tracking(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.starts_with("utm_")
+        || matches!(
+            n.as_str(),
+            "fbclid"
+                | "gclid"
+                | "dclid"
+                | "gbraid"
+                | "wbraid"
+                | "msclkid"
+                | "yclid"
+                | "twclid"
+                | "igshid"
+                | "mc_cid"
+                | "mc_eid"
+                | "_ga"
+                | "_gl"
+                | "_hsenc"
+                | "_hsmi"
+                | "mkt_tok"
+                | "oly_anon_id"
+                | "oly_enc_id"
+                | "vero_id"
+                | "ref_src"
+                | "ref_url"
+        )
+}
+
+/// The address of a page as a duplicate key: no scheme (http and https name one story),
+/// host lower-cased and default port dropped (by the URL parser), no trailing slash, no
+/// fragment, no tracking parameters, the other parameters in their order.
+pub(crate) fn normalize_url(url: &str) -> Option<String> {
+    let u = Url::parse(url).ok()?;
+    let host = u.host_str()?;
+    let mut key = host.trim_end_matches('.').to_owned();
+    if let Some(port) = u.port() {
+        key.push_str(&format!(":{port}"));
+    }
+    key.push_str(u.path().trim_end_matches('/'));
+    let kept: Vec<String> = u
+        .query_pairs()
+        .filter(|(k, _)| !is_tracking(k))
+        .map(|(k, v)| {
+            if v.is_empty() {
+                k.into_owned()
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect();
+    if !kept.is_empty() {
+        key.push('?');
+        key.push_str(&kept.join("&"));
+    }
+    Some(key)
+}
+
+/// Whether a guid can name a story across feeds: a URI (`tag:`, `urn:`, a web address) or
+/// a long opaque token (a UUID). Short ones (`1`, `post-42`) are unique only inside their
+/// feed, so they never join items of two feeds.
+fn global_guid(guid: &str) -> bool {
+    let g = guid.trim();
+    g.contains(':') || g.len() >= 20
+}
+
+/// Union-find over item positions.
+struct Groups(Vec<usize>);
+
+impl Groups {
+    fn root(&mut self, mut i: usize) -> usize {
+        while self.0[i] != i {
+            self.0[i] = self.0[self.0[i]];
+            i = self.0[i];
+        }
+        i
+    }
+
+    fn join(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.root(a), self.root(b));
+        // The earlier item stays the root, so a group's root is its first member.
+        if ra < rb {
+            self.0[rb] = ra;
+        } else if rb < ra {
+            self.0[ra] = rb;
+        }
+    }
+}
+
+/// One item's place and keys.
+struct Keyed {
+    feed: usize,
+    item: usize,
+    keys: [Option<String>; 3],
+}
+
+const KINDS: [DuplicateKind; 3] = [
+    DuplicateKind::Guid,
+    DuplicateKind::Url,
+    DuplicateKind::ContentHash,
+];
+
+/// Finds the run's duplicates, lists them in `out.duplicates` and, with `Drop`, removes every
+/// item but the first of each group (counted in `truncation.items_omitted_as_duplicates`).
+pub(crate) fn apply(out: &mut FetchOutput, mode: Dedupe) {
+    if mode == Dedupe::Off {
+        return;
+    }
+    let mut all = Vec::new();
+    for (f, feed) in out.feeds.iter().enumerate() {
+        for (i, item) in feed.items.iter().enumerate() {
+            let guid = item.guid.as_deref().filter(|g| global_guid(g));
+            all.push(Keyed {
+                feed: f,
+                item: i,
+                keys: [
+                    guid.map(|g| g.trim().to_owned()),
+                    item.url.as_deref().and_then(normalize_url),
+                    item.content_hash.clone(),
+                ],
+            });
+        }
+    }
+    let mut groups = Groups((0..all.len()).collect());
+    // How many items hold each key, to name a group by a key its members share.
+    let mut first_with: [HashMap<&str, usize>; 3] = Default::default();
+    let mut shared: [HashMap<&str, usize>; 3] = Default::default();
+    // A body repeated inside one feed is its boilerplate ("Read more", a sign-up
+    // line), not one story: a content hash joins items of different feeds only.
+    let mut hash_feeds: HashMap<&str, usize> = HashMap::new();
+    for k in &all {
+        if let Some(h) = k.keys[2].as_deref() {
+            let first = *hash_feeds.entry(h).or_insert(k.feed);
+            if first != k.feed {
+                hash_feeds.insert(h, usize::MAX);
+            }
+        }
+    }
+    for (n, k) in all.iter().enumerate() {
+        for kind in 0..3 {
+            let Some(key) = k.keys[kind].as_deref() else {
+                continue;
+            };
+            if kind == 2 && hash_feeds[key] != usize::MAX {
+                continue;
+            }
+            *shared[kind].entry(key).or_default() += 1;
+            match first_with[kind].get(key) {
+                Some(&m) => groups.join(m, n),
+                None => {
+                    first_with[kind].insert(key, n);
+                }
+            }
+        }
+    }
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); all.len()];
+    for n in 0..all.len() {
+        let r = groups.root(n);
+        members[r].push(n);
+    }
+    let mut drop: Vec<(usize, usize)> = Vec::new();
+    for (root, group) in members.iter().enumerate() {
+        if group.len() < 2 {
+            continue;
+        }
+        // The strongest key that at least two members share names the group.
+        let named = (0..3).find_map(|kind| {
+            group.iter().find_map(|&n| {
+                let key = all[n].keys[kind].as_deref()?;
+                (shared[kind].get(key).copied().unwrap_or(0) > 1)
+                    .then(|| (KINDS[kind], key.to_owned()))
+            })
+        });
+        let Some((kind, key)) = named else { continue };
+        out.duplicates.push(Duplicate {
+            key,
+            kind,
+            items: group
+                .iter()
+                .map(|&n| {
+                    let feed = &out.feeds[all[n].feed];
+                    DuplicateItem {
+                        feed_url: feed.feed_url.clone(),
+                        id: feed.items[all[n].item].id.clone(),
+                    }
+                })
+                .collect(),
+        });
+        if mode == Dedupe::Drop {
+            drop.extend(
+                group
+                    .iter()
+                    .filter(|&&n| n != root)
+                    .map(|&n| (all[n].feed, all[n].item)),
+            );
+        }
+    }
+    if drop.is_empty() {
+        return;
+    }
+    drop.sort_unstable();
+    for &(f, i) in drop.iter().rev() {
+        let feed = &mut out.feeds[f];
+        let item = feed.items.remove(i);
+        feed.item_count -= 1;
+        feed.content_tokens_est_total -= item.content_tokens_est;
+        out.total_items -= 1;
+        out.total_content_tokens_est -= item.content_tokens_est;
+    }
+    out.truncation.items_omitted_as_duplicates += drop.len();
+}
+
+/// Drops from `out.duplicates` the items no longer in `out.feeds` (a result cut to fewer
+/// items), and the groups left with fewer than two.
+pub(crate) fn retain_present(out: &mut FetchOutput) {
+    if out.duplicates.is_empty() {
+        return;
+    }
+    let present: std::collections::HashSet<(&str, &str)> = out
+        .feeds
+        .iter()
+        .flat_map(|f| f.items.iter().map(|i| (f.feed_url.as_str(), i.id.as_str())))
+        .collect();
+    for d in &mut out.duplicates {
+        d.items
+            .retain(|i| present.contains(&(i.feed_url.as_str(), i.id.as_str())));
+    }
+    out.duplicates.retain(|d| d.items.len() > 1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_normalise_to_one_story() {
+        let n = |u| normalize_url(u).unwrap();
+        let base = n("https://example.com/a/b");
+        for same in [
+            "http://EXAMPLE.com/a/b",
+            "https://example.com:443/a/b/",
+            "https://example.com/a/b?utm_source=x&utm_medium=rss",
+            "https://example.com/a/b#comments",
+            "https://example.com/a/b?fbclid=123",
+        ] {
+            assert_eq!(n(same), base, "{same}");
+        }
+        assert_ne!(n("https://example.com/a/b?id=2"), base);
+        assert_ne!(n("https://example.com:8443/a/b"), base);
+        assert_eq!(
+            n("https://example.com/a?id=2&utm_campaign=z"),
+            n("https://example.com/a?id=2")
+        );
+        assert!(normalize_url("mailto:x@example.com").is_none());
+    }
+
+    #[test]
+    fn short_guids_are_local_to_their_feed() {
+        assert!(!global_guid("42"));
+        assert!(!global_guid("post-42"));
+        assert!(global_guid("tag:example.com,2026:42"));
+        assert!(global_guid("https://example.com/?p=42"));
+        assert!(global_guid("3f2b8a1c-9d4e-4f6a-8b7c-1d2e3f4a5b6c"));
+    }
+}
