@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::gate::GateParams;
 
 /// The default User-Agent: the tool and its version, and no invented address (a user adds
 /// their own contact with `--user-agent` / `RSS_USER_AGENT`).
@@ -16,6 +15,13 @@ pub const ENV_USER_AGENT: &str = "RSS_USER_AGENT";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default `--max-body-bytes`: 20 MiB after decoding.
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 20 * 1024 * 1024;
+/// Default `rss mcp --call-timeout`: under the 60 s after which the TypeScript SDK's client
+/// gives up on a request that sent no progress.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(50);
+/// The environment variable of `--call-timeout` (seconds).
+pub const ENV_CALL_TIMEOUT: &str = "RSS_CALL_TIMEOUT_SECS";
+/// The default cap on the cache's bytes on disk: 1 GiB.
+pub const DEFAULT_CACHE_MAX_BYTES: u64 = 1 << 30;
 /// Redirects followed before giving up.
 pub const MAX_REDIRECTS: usize = 10;
 /// Default `--concurrency`: sends in flight across all hosts.
@@ -62,6 +68,8 @@ pub mod limits {
     pub const MAX_BODY_BYTES: RangeInclusive<u64> = 1..=(1 << 32);
     /// The longest a server's freshness is trusted, seconds.
     pub const MAX_FRESHNESS_SECS: RangeInclusive<u64> = 0..=31_536_000;
+    /// The MCP server's deadline for one call, seconds.
+    pub const CALL_TIMEOUT_SECS: RangeInclusive<u64> = 1..=86_400;
 }
 
 /// Where the gate's learned host state is kept.
@@ -122,6 +130,8 @@ pub struct Overrides {
     pub max_freshness_secs: Option<u64>,
     /// `--host-key host|site`.
     pub host_key: Option<String>,
+    /// `rss mcp --call-timeout` in seconds.
+    pub call_timeout_secs: Option<u64>,
 }
 
 /// Every runtime parameter, resolved once before any I/O.
@@ -146,7 +156,7 @@ pub struct Config {
     /// The cap on the cache's bytes on disk (0: no cap).
     pub cache_max_bytes: u64,
     /// Which local files may be read.
-    pub file_access: crate::local::FileAccess,
+    pub file_access: FileAccess,
     /// Refuse requests to loopback, private, link-local and other non-public addresses.
     pub deny_private_networks: bool,
     /// This process's wall clock moved by this much as the file store reads it (a test
@@ -159,7 +169,9 @@ pub struct Config {
     /// `Expires`) without asking it again.
     pub max_freshness: Duration,
     /// What the gate keys a request on: the host, or the site (registrable domain).
-    pub host_key: crate::gate::KeyMode,
+    pub host_key: KeyMode,
+    /// The MCP server's deadline for one tool call, everything included (`--call-timeout`).
+    pub call_timeout: Duration,
 }
 
 impl Default for Config {
@@ -173,13 +185,14 @@ impl Default for Config {
             concurrency: DEFAULT_CONCURRENCY,
             cache_dir: default_cache_dir(),
             host_state: HostStateSetting::default(),
-            cache_max_bytes: crate::cache::DEFAULT_MAX_BYTES,
-            file_access: crate::local::FileAccess::default(),
+            cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
+            file_access: FileAccess::default(),
             deny_private_networks: false,
             wall_clock_skew_ms: 0,
             proxy_hosts: Vec::new(),
             max_freshness: DEFAULT_MAX_FRESHNESS,
-            host_key: crate::gate::KeyMode::Host,
+            host_key: KeyMode::Host,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
         }
     }
 }
@@ -217,8 +230,8 @@ fn proxy_hosts(env: &impl Fn(&str) -> Option<String>) -> Vec<String> {
 
 impl Config {
     /// The caps on a local read: the body cap and the timeout.
-    pub fn read_limits(&self) -> crate::local::ReadLimits {
-        crate::local::ReadLimits {
+    pub fn read_limits(&self) -> ReadLimits {
+        ReadLimits {
             max_bytes: self.max_body_bytes,
             timeout: self.timeout,
         }
@@ -327,8 +340,8 @@ impl Config {
         config.proxy_hosts = proxy_hosts(&env);
         let key = overrides.host_key.clone().or_else(|| env(ENV_HOST_KEY));
         config.host_key = match key.as_deref().map(str::trim) {
-            None | Some("" | "host") => crate::gate::KeyMode::Host,
-            Some("site") => crate::gate::KeyMode::Site,
+            None | Some("" | "host") => KeyMode::Host,
+            Some("site") => KeyMode::Site,
             Some(other) => {
                 return Err(Error::usage(format!(
                     "--host-key / {ENV_HOST_KEY} {:?} is not one of host, site",
@@ -336,6 +349,18 @@ impl Config {
                 )));
             }
         };
+        let call = match overrides.call_timeout_secs {
+            Some(s) => Some(s),
+            None => env_number(&env, ENV_CALL_TIMEOUT)?,
+        };
+        if let Some(secs) = call {
+            in_range(
+                secs,
+                limits::CALL_TIMEOUT_SECS,
+                "--call-timeout / RSS_CALL_TIMEOUT_SECS",
+            )?;
+            config.call_timeout = Duration::from_secs(secs);
+        }
         let freshness = match overrides.max_freshness_secs {
             Some(s) => Some(s),
             None => env_number(&env, ENV_MAX_FRESHNESS)?,
@@ -418,6 +443,73 @@ fn env_number(env: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Optio
 
 fn default_cache_dir() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "rss").map(|dirs| dirs.cache_dir().to_path_buf())
+}
+
+/// The gate's tunables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GateParams {
+    /// Concurrent sends per host (`HOST_MAX_CONCURRENCY`); 0 is treated as 1.
+    pub host_concurrency: usize,
+    /// First rung of the ladder when a refusal has no `Retry-After`.
+    pub base_cooldown: Duration,
+    /// Cap on any learned cooldown (and on the learned floor).
+    pub max_cooldown: Duration,
+    /// Least gap between a response and the next send while a host is warm.
+    pub sticky_spacing: Duration,
+    /// How long a host stays warm after its last refusal.
+    pub warm_window: Duration,
+    /// The longest a call may wait before its send (permit queue and pacing together).
+    pub max_gate_wait: Duration,
+    /// How long a learned floor is enforced after the host's last refusal.
+    pub floor_lifetime: Duration,
+}
+
+impl Default for GateParams {
+    fn default() -> Self {
+        GateParams {
+            host_concurrency: 1,
+            base_cooldown: Duration::from_secs(2),
+            max_cooldown: Duration::from_secs(60),
+            sticky_spacing: Duration::from_secs(1),
+            warm_window: Duration::from_secs(120),
+            max_gate_wait: Duration::from_secs(60),
+            floor_lifetime: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// What the gate keys a request on (`--host-key`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyMode {
+    /// Each `host:port` is its own host (the default).
+    #[default]
+    Host,
+    /// Hosts are grouped by their registrable domain (the Public Suffix List's eTLD+1):
+    /// `a.blogs.example` and `b.blogs.example` are one; `alice.github.io` and
+    /// `bob.github.io` are two (`github.io` is a public suffix). IP addresses and
+    /// `localhost` stay their own keys.
+    Site,
+}
+
+/// Which local files may be read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum FileAccess {
+    /// Any path the process can read (the CLI).
+    #[default]
+    Any,
+    /// None: only `http`/`https` inputs (the MCP server's default).
+    Deny,
+    /// Regular files inside this directory tree (canonical: symlinks resolved).
+    Under(PathBuf),
+}
+
+/// The caps on one local read.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadLimits {
+    /// Largest number of bytes read.
+    pub max_bytes: u64,
+    /// Time allowed for opening and reading a file.
+    pub timeout: Duration,
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use crate::feed::text::unescape_attr;
+use crate::text::unescape_attr;
 
 /// One token of an HTML fragment.
 #[derive(Debug, Clone, PartialEq, Eq)]

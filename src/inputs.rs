@@ -125,7 +125,7 @@ pub fn opml_urls(text: &str) -> Result<Vec<String>> {
                 attrs.with_checks(false);
                 for a in attrs.flatten() {
                     if a.key.into_inner().eq_ignore_ascii_case("xmlurl") {
-                        let v = crate::feed::text::unescape_attr(&a.value).trim().to_owned();
+                        let v = crate::text::unescape_attr(&a.value).trim().to_owned();
                         if !v.is_empty() {
                             urls.push(v);
                         }

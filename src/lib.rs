@@ -34,6 +34,7 @@ pub(crate) mod article;
 pub(crate) mod cache;
 pub(crate) mod cli;
 pub mod config;
+pub(crate) mod date;
 pub(crate) mod discover;
 pub mod error;
 pub(crate) mod feed;
@@ -50,6 +51,7 @@ pub mod ops;
 pub(crate) mod output;
 pub(crate) mod payload;
 pub(crate) mod schedule;
+pub(crate) mod text;
 pub(crate) mod urls;
 
 pub use cli::main;

@@ -6,24 +6,13 @@
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::error::{Error, Result};
 use crate::payload::Payload;
 
-/// Which local files may be read.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum FileAccess {
-    /// Any path the process can read (the CLI).
-    #[default]
-    Any,
-    /// None: only `http`/`https` inputs (the MCP server's default).
-    Deny,
-    /// Regular files inside this directory tree (canonical: symlinks resolved).
-    Under(PathBuf),
-}
+pub use crate::config::{FileAccess, ReadLimits};
 
 impl FileAccess {
     /// Access to the tree at `dir`, canonicalised; an error when it is not a directory.
@@ -162,15 +151,6 @@ fn timed_out(path: &Path, limits: ReadLimits) -> Error {
     )
 }
 
-/// The caps on one local read.
-#[derive(Debug, Clone, Copy)]
-pub struct ReadLimits {
-    /// Largest number of bytes read.
-    pub max_bytes: u64,
-    /// Time allowed for opening and reading a file.
-    pub timeout: Duration,
-}
-
 /// Reads `reader` to its end, or fails once more than `cap` bytes came.
 async fn read_capped(reader: impl AsyncRead + Unpin, cap: u64) -> io::Result<Option<Vec<u8>>> {
     let mut body = Vec::new();
@@ -245,6 +225,7 @@ pub async fn read_stdin(max_bytes: u64) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn limits(max_bytes: u64) -> ReadLimits {
         ReadLimits {

@@ -51,7 +51,7 @@ struct Found {
 }
 
 fn clean(s: &str) -> Option<String> {
-    let s = crate::feed::text::collapse_ws(&crate::feed::text::unescape_html(s));
+    let s = crate::text::collapse_ws(&crate::text::unescape_html(s));
     (!s.is_empty()).then_some(s)
 }
 

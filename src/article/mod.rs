@@ -245,8 +245,8 @@ pub(crate) fn read(
     let published = meta
         .published
         .or(x.published)
-        .and_then(|p| feed::date::parse(&p))
-        .map(|t| feed::date::format(&t));
+        .and_then(|p| crate::date::parse(&p))
+        .map(|t| crate::date::format(&t));
     let authors = if meta.authors.is_empty() {
         plain(x.byline).into_iter().collect()
     } else {

@@ -26,12 +26,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub(crate) mod freshness;
 mod size;
 
-pub use size::DEFAULT_MAX_BYTES;
-
+use crate::date;
 use crate::error::{Error, Result};
-use crate::feed::date;
 use crate::lockfile;
 use crate::model::CacheEntryInfo;
 use crate::payload::Payload;
@@ -227,11 +226,11 @@ pub struct StoreRequest<'a> {
     /// When the response arrived (Unix ms); 0: now.
     pub received_ms: u64,
     /// What the response said of its freshness.
-    pub freshness: crate::http::freshness::Freshness,
+    pub freshness: crate::cache::freshness::Freshness,
 }
 
 /// Until when (Unix ms) a response that arrived at `received` stays fresh.
-fn fresh_until(received: u64, f: &crate::http::freshness::Freshness) -> Option<u64> {
+fn fresh_until(received: u64, f: &crate::cache::freshness::Freshness) -> Option<u64> {
     if f.no_cache {
         return None;
     }
@@ -314,7 +313,7 @@ impl Cache {
             .map_err(|e| Error::io("cannot create the cache directory", &locks, e))?;
         Ok(Cache {
             dir: dir.to_path_buf(),
-            max_bytes: Some(DEFAULT_MAX_BYTES),
+            max_bytes: Some(crate::config::DEFAULT_CACHE_MAX_BYTES),
             kind: Kind::Feed,
         })
     }
@@ -530,7 +529,7 @@ impl Cache {
         etag: Option<&str>,
         last_modified: Option<&str>,
         received_ms: u64,
-        freshness: &crate::http::freshness::Freshness,
+        freshness: &crate::cache::freshness::Freshness,
     ) -> Result<Option<Meta>> {
         let k = key(&validated.feed_url);
         self.with_entry_lock(&k, || {

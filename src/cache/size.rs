@@ -21,9 +21,6 @@ use serde::{Deserialize, Serialize};
 
 use super::{Cache, Kind, Meta, SUPERSEDED_BODY_GRACE, now_ms};
 
-/// The default cap on the cache's bytes on disk: 1 GiB.
-pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
-
 /// How old the shared count may be before a write checks it against the directory.
 const REMEASURE_AFTER: Duration = Duration::from_secs(3600);
 

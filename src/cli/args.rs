@@ -240,6 +240,11 @@ pub(super) struct McpArgs {
     /// Most HTTP sessions open at once.
     #[arg(long, value_name = "N", default_value_t = crate::mcp::http::DEFAULT_MAX_SESSIONS, requires = "http")]
     pub(super) max_sessions: usize,
+    /// Answer every tool call within SECS, waits and sends included (default 50, under the
+    /// 60 s MCP clients allow; env RSS_CALL_TIMEOUT_SECS): what is still waiting then is
+    /// RATE_LIMITED with its wait. A call's timeout_seconds may lower it.
+    #[arg(long, value_name = "SECS")]
+    pub(super) call_timeout: Option<u64>,
     /// Close an HTTP session idle this long (90s, 10m, 1h).
     #[arg(long, value_name = "DUR", default_value = "10m", requires = "http")]
     pub(super) session_idle: String,

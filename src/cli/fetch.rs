@@ -56,6 +56,7 @@ fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
         stale_if_error: args.cache.stale_if_error,
         articles: args.articles,
         respect_robots: args.respect_robots,
+        deadline: None,
     }
     .options()
 }

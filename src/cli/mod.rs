@@ -59,7 +59,13 @@ fn run_main() -> u8 {
     };
     let _ = ERRORS_AS_WORDS.set(cli.global.error_format.words());
     logging::init(cli.global.quiet, cli.global.verbose);
-    let config = match overrides(&cli.global).and_then(Config::from_env) {
+    let given = overrides(&cli.global).map(|mut o| {
+        if let Command::Mcp(m) = &cli.command {
+            o.call_timeout_secs = m.call_timeout;
+        }
+        o
+    });
+    let config = match given.and_then(Config::from_env) {
         Ok(c) => c,
         Err(e) => return report(&e),
     };
@@ -155,6 +161,7 @@ fn overrides(g: &GlobalArgs) -> Result<Overrides> {
         cache_max_bytes: g.cache_max_bytes,
         deny_private_networks: g.deny_private_networks,
         host_key: g.host_key.clone(),
+        call_timeout_secs: None,
         max_freshness_secs: g
             .max_freshness
             .as_deref()

@@ -3,11 +3,12 @@
 use base64::Engine;
 use url::Url;
 
+use super::Body;
 use super::render::to_plain;
-use super::text::{collapse_ws, non_empty};
 use super::xml::{Element, Ns};
-use super::{Body, date};
+use crate::date;
 use crate::model::Enclosure;
+use crate::text::{collapse_ws, non_empty};
 use crate::urls::resolve;
 
 pub(super) const RSSISH: [Ns; 3] = [Ns::None, Ns::Rss, Ns::Root];

@@ -5,9 +5,10 @@ use rayon::prelude::*;
 use super::render::{
     Unconvertible, sanitize_html, text_to_markdown, to_markdown, to_plain, to_text,
 };
-use super::text::{collapse_ws, escape_html};
-use super::{Body, RawItem, date, ids};
+use super::{Body, RawItem, ids};
+use crate::date;
 use crate::model::{IdSource, Item};
+use crate::text::{collapse_ws, escape_html};
 
 /// How item bodies are returned.
 #[derive(

@@ -7,10 +7,10 @@ use super::constructs::{
     Dates, RSSISH, enclosure, first_date, is_atomish, itunes_categories, person, person_name,
     plain, push_enclosure, push_unique, set_once, text_construct,
 };
-use super::text::{collapse_ws, non_empty};
 use super::xml::{self, Element, Node, Ns};
 use super::{Body, MAX_ITEMS, RawFeed, RawItem, items_capped_message};
 use crate::error::{Error, Result};
+use crate::text::{collapse_ws, non_empty};
 use crate::urls::resolve;
 
 /// Parses an XML feed, handing each item to `sink` as it closes.

@@ -2,7 +2,8 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{RawItem, date};
+use super::RawItem;
+use crate::date;
 use crate::model::IdSource;
 
 /// `id` = first 16 hex of sha256(feed_url + "\n" + key).

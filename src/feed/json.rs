@@ -4,10 +4,11 @@ use crate::model::WarningCode;
 use serde_json::{Map, Value};
 use url::Url;
 
-use super::text::{collapse_ws, non_empty};
-use super::{Body, MAX_ITEMS, RawFeed, RawItem, date, items_capped_message};
+use super::{Body, MAX_ITEMS, RawFeed, RawItem, items_capped_message};
+use crate::date;
 use crate::error::{Error, Result};
 use crate::model::Enclosure;
+use crate::text::{collapse_ws, non_empty};
 
 fn str_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
     match obj.get(key)? {

@@ -5,7 +5,6 @@
 
 mod constructs;
 mod content;
-pub(crate) mod date;
 pub(crate) mod decode;
 mod extract;
 mod ids;
@@ -14,7 +13,6 @@ mod pipeline;
 pub(crate) mod query;
 pub(crate) mod render;
 mod select;
-pub(crate) mod text;
 mod xml;
 
 use crate::model::WarningCode;

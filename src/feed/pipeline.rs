@@ -6,9 +6,8 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 use url::Url;
 
-use super::{
-    RawFeed, RawItem, RenderOptions, Selection, content, date, ids, parse, parse_into, select,
-};
+use super::{RawFeed, RawItem, RenderOptions, Selection, content, ids, parse, parse_into, select};
+use crate::date;
 use crate::error::Result;
 use crate::model::{FeedMeta, IdSource, Item, Truncation};
 use crate::payload::Payload;

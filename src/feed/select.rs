@@ -5,10 +5,10 @@ use std::cmp::Ordering;
 
 use chrono::{DateTime, Duration as ChronoDuration, NaiveDate, Utc};
 
-#[cfg(test)]
-use super::date;
 use super::query::Query;
 use super::{Body, RawItem};
+#[cfg(test)]
+use crate::date;
 use crate::error::{Error, Result};
 use crate::model::IdSource;
 

@@ -12,7 +12,7 @@ use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 use url::Url;
 
-use super::text::{resolve_entity, unescape_attr};
+use crate::text::{resolve_entity, unescape_attr};
 
 /// The namespaces that carry feed content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,7 +197,7 @@ impl Element {
 
 fn write_node(node: &Node, out: &mut String) {
     match node {
-        Node::Text(t) => super::text::escape_html(t, out),
+        Node::Text(t) => crate::text::escape_html(t, out),
         Node::Elem(e) => {
             out.push('<');
             out.push_str(&e.name);
@@ -208,7 +208,7 @@ fn write_node(node: &Node, out: &mut String) {
                 out.push(' ');
                 out.push_str(&a.name);
                 out.push_str("=\"");
-                super::text::escape_html(&a.value, out);
+                crate::text::escape_html(&a.value, out);
                 out.push('"');
             }
             if e.children.is_empty() && crate::html::is_void(&e.name.to_ascii_lowercase()) {

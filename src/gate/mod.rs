@@ -20,54 +20,10 @@ use state::cooldown;
 pub(crate) use state::{Event, HostState, newer};
 pub use state::{Outcome, warm_spacing};
 
+pub use crate::config::{GateParams, KeyMode};
+
 /// Slots kept before idle ones are pruned (a long-lived server meets many hosts).
 const PRUNE_ABOVE: usize = 256;
-
-/// The gate's tunables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GateParams {
-    /// Concurrent sends per host (`HOST_MAX_CONCURRENCY`); 0 is treated as 1.
-    pub host_concurrency: usize,
-    /// First rung of the ladder when a refusal has no `Retry-After`.
-    pub base_cooldown: Duration,
-    /// Cap on any learned cooldown (and on the learned floor).
-    pub max_cooldown: Duration,
-    /// Least gap between a response and the next send while a host is warm.
-    pub sticky_spacing: Duration,
-    /// How long a host stays warm after its last refusal.
-    pub warm_window: Duration,
-    /// The longest a call may wait before its send (permit queue and pacing together).
-    pub max_gate_wait: Duration,
-    /// How long a learned floor is enforced after the host's last refusal.
-    pub floor_lifetime: Duration,
-}
-
-impl Default for GateParams {
-    fn default() -> Self {
-        GateParams {
-            host_concurrency: 1,
-            base_cooldown: Duration::from_secs(2),
-            max_cooldown: Duration::from_secs(60),
-            sticky_spacing: Duration::from_secs(1),
-            warm_window: Duration::from_secs(120),
-            max_gate_wait: Duration::from_secs(60),
-            floor_lifetime: Duration::from_secs(3600),
-        }
-    }
-}
-
-/// What the gate keys a request on (`--host-key`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum KeyMode {
-    /// Each `host:port` is its own host (the default).
-    #[default]
-    Host,
-    /// Hosts are grouped by their registrable domain (the Public Suffix List's eTLD+1):
-    /// `a.blogs.example` and `b.blogs.example` are one; `alice.github.io` and
-    /// `bob.github.io` are two (`github.io` is a public suffix). IP addresses and
-    /// `localhost` stay their own keys.
-    Site,
-}
 
 /// A host as the gate sees it: lowercased `host:port`, default port filled in, no
 /// trailing dot; or, keyed by site, the registrable domain alone.

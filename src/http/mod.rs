@@ -9,7 +9,6 @@
 //! slots are let go. A refusal re-enters the gate once.
 
 mod classify;
-pub(crate) mod freshness;
 mod guard;
 pub(crate) mod quota;
 mod send;
@@ -88,7 +87,7 @@ pub struct Response {
     /// When the response (its whole body) arrived, in Unix ms.
     pub received_ms: u64,
     /// What the response says of its own freshness.
-    pub freshness: freshness::Freshness,
+    pub freshness: crate::cache::freshness::Freshness,
 }
 
 /// A GET's result with what it cost.

@@ -240,7 +240,7 @@ impl Client {
             etag: header_str(&headers, header::ETAG),
             last_modified: header_str(&headers, header::LAST_MODIFIED),
             received_ms: crate::cache::now_ms(),
-            freshness: super::freshness::read(&headers, SystemTime::now()),
+            freshness: crate::cache::freshness::read(&headers, SystemTime::now()),
         };
         if status == StatusCode::NOT_MODIFIED {
             self.answered(permit, Outcome::Success, status, quota, notes)

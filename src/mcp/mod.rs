@@ -2,6 +2,7 @@
 //! client, gate and cache — is built once and shared by every call for the server's life.
 
 pub mod http;
+mod progress;
 mod stdio;
 pub mod tools;
 
@@ -9,8 +10,7 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, Tool,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -37,7 +37,37 @@ pub struct Server {
     tools: Arc<Vec<Tool>>,
 }
 
+/// Kept from a call's deadline for what comes after the work: paging, serialising, sending.
+const ANSWER_MARGIN: std::time::Duration = std::time::Duration::from_millis(750);
+
 impl Server {
+    /// The deadline of a call that starts now: `--call-timeout`, or the call's own
+    /// `timeout_seconds` when shorter, less the time kept for answering.
+    fn call_deadline(&self, asked: Option<u64>) -> tokio::time::Instant {
+        let limit = self.ctx.config.call_timeout;
+        let t = asked.map_or(limit, |s| {
+            std::time::Duration::from_secs(s.max(1)).min(limit)
+        });
+        tokio::time::Instant::now() + t.saturating_sub(ANSWER_MARGIN.min(t / 4))
+    }
+
+    /// Runs a one-request operation on `url` until `deadline`; past it, `RATE_LIMITED` with
+    /// the host's wait.
+    async fn within<T>(
+        &self,
+        deadline: tokio::time::Instant,
+        url: &str,
+        work: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        match tokio::time::timeout_at(deadline, work).await {
+            Ok(r) => r,
+            Err(_) => Err(match url::Url::parse(url.trim()) {
+                Ok(u) => ops::cut_off(&self.ctx, &u),
+                Err(_) => Error::internal("a call outlived its deadline"),
+            }),
+        }
+    }
+
     /// A server over this shared context.
     pub fn new(ctx: Context) -> Server {
         Server {
@@ -199,7 +229,9 @@ impl Server {
         let single = a.url.is_some();
         let urls = url_or_urls(a.url, a.urls, tools::MAX_URLS, "feed")?;
         let policy = a.cache_policy.unwrap_or_default();
+        let deadline = self.call_deadline(a.timeout_seconds);
         let request = FetchRequest {
+            deadline: Some(deadline),
             since: a.since,
             limit: to_usize(Some(a.limit.unwrap_or(tools::DEFAULT_LIMIT))),
             query: a.query,
@@ -268,35 +300,10 @@ impl Server {
         opts: &FetchOptions,
         context: &RequestContext<RoleServer>,
     ) -> FetchOutput {
-        let token = context.meta.get_progress_token();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize)>();
-        let on_progress = move |done: usize, total: usize| {
-            let _ = tx.send((done, total));
-        };
+        let total = inputs.len();
+        let (on_progress, rx) = progress::channel();
         let fetch = ops::fetch_feeds(&self.ctx, inputs, opts, &on_progress);
-        tokio::pin!(fetch);
-        let notify = |done: usize, total: usize| {
-            let peer = context.peer.clone();
-            let token = token.clone();
-            async move {
-                if let Some(token) = token {
-                    let p = ProgressNotificationParam::new(token, done as f64)
-                        .with_total(total as f64)
-                        .with_message(format!("{done}/{total} feeds done"));
-                    let _ = peer.notify_progress(p).await;
-                }
-            }
-        };
-        let out = loop {
-            tokio::select! {
-                out = &mut fetch => break out,
-                Some((done, total)) = rx.recv() => notify(done, total).await,
-            }
-        };
-        while let Ok((done, total)) = rx.try_recv() {
-            notify(done, total).await;
-        }
-        out
+        progress::report(fetch, rx, total, context, "feeds").await
     }
 
     async fn fetch_article(
@@ -310,6 +317,7 @@ impl Server {
         let policy = a.cache_policy.unwrap_or_default();
         let offset = to_usize(a.offset).unwrap_or(0);
         let mut opts = FetchRequest {
+            deadline: Some(self.call_deadline(a.timeout_seconds)),
             content: a.content_format.unwrap_or_default(),
             max_content_chars: to_usize(a.max_content_chars),
             no_cache: policy == CachePolicyArg::NoCache,
@@ -363,40 +371,18 @@ impl Server {
         opts: &ArticleOptions,
         context: &RequestContext<RoleServer>,
     ) -> ArticleOutput {
-        let token = context.meta.get_progress_token();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize)>();
-        let on_progress = move |done: usize, total: usize| {
-            let _ = tx.send((done, total));
-        };
+        let total = inputs.len();
+        let (on_progress, rx) = progress::channel();
         let read = ops::fetch_articles(&self.ctx, inputs, opts, &on_progress);
-        tokio::pin!(read);
-        let notify = |done: usize, total: usize| {
-            let peer = context.peer.clone();
-            let token = token.clone();
-            async move {
-                if let Some(token) = token {
-                    let p = ProgressNotificationParam::new(token, done as f64)
-                        .with_total(total as f64)
-                        .with_message(format!("{done}/{total} pages read"));
-                    let _ = peer.notify_progress(p).await;
-                }
-            }
-        };
-        let out = loop {
-            tokio::select! {
-                out = &mut read => break out,
-                Some((done, total)) = rx.recv() => notify(done, total).await,
-            }
-        };
-        while let Ok((done, total)) = rx.try_recv() {
-            notify(done, total).await;
-        }
-        out
+        progress::report(read, rx, total, context, "pages").await
     }
 
     async fn discover_feeds(&self, args: Value) -> Result<CallToolResult> {
         let a: DiscoverArgs = parse_args(args)?;
-        let out = ops::discover(&self.ctx, &a.site_url).await?;
+        let deadline = self.call_deadline(a.timeout_seconds);
+        let out = self
+            .within(deadline, &a.site_url, ops::discover(&self.ctx, &a.site_url))
+            .await?;
         let summary = if out.is_feed {
             format!("{} is itself a feed.", a.site_url)
         } else {
@@ -422,9 +408,17 @@ impl Server {
                 .unwrap_or(tools::DEFAULT_MAX_RESPONSE_TOKENS),
         ))
         .unwrap_or(usize::MAX);
-        let mut out = ops::show_item(&self.ctx, &a.feed_url, &a.id, opts).await?;
+        let deadline = self.call_deadline(a.timeout_seconds);
+        let mut out = self
+            .within(
+                deadline,
+                &a.feed_url,
+                ops::show_item(&self.ctx, &a.feed_url, &a.id, opts),
+            )
+            .await?;
         if a.article.unwrap_or(false) {
             let article_opts = FetchRequest {
+                deadline: Some(deadline),
                 content: opts.render.format,
                 max_content_chars: opts.render.max_content_chars,
                 respect_robots: true,

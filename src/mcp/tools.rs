@@ -119,6 +119,11 @@ pub struct FetchFeedArgs {
     /// item, paced per host.
     #[serde(default)]
     pub articles: Option<bool>,
+    /// Answer within this many seconds (at most the server's --call-timeout, 50 by
+    /// default): what is still waiting then comes back RATE_LIMITED with its wait.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub timeout_seconds: Option<u64>,
 }
 
 /// Arguments of `fetch_article`.
@@ -154,6 +159,11 @@ pub struct FetchArticleArgs {
     #[serde(default, deserialize_with = "lenient_u64")]
     #[schemars(with = "Option<u64>")]
     pub max_age_seconds: Option<u64>,
+    /// Answer within this many seconds (at most the server's --call-timeout, 50 by
+    /// default): what is still waiting then comes back RATE_LIMITED with its wait.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub timeout_seconds: Option<u64>,
 }
 
 /// Arguments of `discover_feeds`.
@@ -161,6 +171,11 @@ pub struct FetchArticleArgs {
 pub struct DiscoverArgs {
     /// The web page (home page, blog, article) whose feeds to find.
     pub site_url: String,
+    /// Answer within this many seconds (at most the server's --call-timeout, 50 by
+    /// default): what is still waiting then comes back RATE_LIMITED with its wait.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub timeout_seconds: Option<u64>,
 }
 
 /// Arguments of `get_item`.
@@ -188,6 +203,11 @@ pub struct GetItemArgs {
     #[serde(default, deserialize_with = "lenient_u64")]
     #[schemars(with = "Option<u64>")]
     pub max_response_tokens: Option<u64>,
+    /// Answer within this many seconds (at most the server's --call-timeout, 50 by
+    /// default): what is still waiting then comes back RATE_LIMITED with its wait.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    #[schemars(with = "Option<u64>")]
+    pub timeout_seconds: Option<u64>,
 }
 
 /// Arguments of `get_schema`.

@@ -12,8 +12,9 @@ use super::cached::{CachedGet, Got};
 use super::{CacheMode, Context, compute};
 use crate::article::{self, robots::Robots};
 use crate::cache::{Entry, Kind};
+use crate::date;
 use crate::error::Error;
-use crate::feed::{self, RenderOptions, date, estimate_tokens, truncate_chars};
+use crate::feed::{self, RenderOptions, estimate_tokens, truncate_chars};
 use crate::inputs::{Input, Source};
 use crate::model::{
     ArticleOutput, ArticleResult, FeedStatus, PageWarning, SCHEMA_VERSION, WarningCode,
@@ -42,6 +43,8 @@ pub struct ArticleOptions {
     /// Read the page host's robots.txt first and honour it (the MCP server; the CLI with
     /// `--respect-robots`).
     pub respect_robots: bool,
+    /// The call's deadline, as for [`super::FetchOptions::deadline`].
+    pub deadline: Option<Instant>,
 }
 
 /// What a host's robots.txt allows, as this process last read it.
@@ -121,7 +124,8 @@ pub async fn fetch_articles(
     on_progress: &(dyn Fn(usize, usize) + Sync),
 ) -> ArticleOutput {
     let fetched_at = date::format(&Utc::now());
-    let outcomes = read_batch(ctx, inputs, opts, ctx.client.deadline(), on_progress).await;
+    let deadline = super::deadline::gate_deadline(ctx, opts.deadline);
+    let outcomes = read_batch(ctx, inputs, opts, deadline, on_progress).await;
     let mut out = ArticleOutput {
         schema_version: SCHEMA_VERSION.to_owned(),
         fetched_at,
@@ -166,9 +170,32 @@ pub(crate) async fn read_batch(
     run_batch(
         jobs,
         ctx.config.gate.host_concurrency,
-        |input| read_one(ctx, input, opts, deadline),
+        |input| read_cut(ctx, input, opts, deadline),
         on_progress,
     )
+    .await
+}
+
+/// [`read_one`] within the call's deadline (`opts.deadline`): past it, the page is
+/// `RATE_LIMITED` with its host's wait.
+pub(crate) async fn read_cut(
+    ctx: &Context,
+    input: Input,
+    opts: &ArticleOptions,
+    deadline: Instant,
+) -> PageOutcome {
+    let url = input.feed_url.clone();
+    let page = match &input.source {
+        Source::Http(u) => Some(u.clone()),
+        _ => None,
+    };
+    super::deadline::within(opts.deadline, read_one(ctx, input, opts, deadline), || {
+        let err = match &page {
+            Some(u) => super::deadline::cut_off(ctx, u),
+            None => Error::internal("a local read outlived the call's deadline"),
+        };
+        PageOutcome::failed(&url, &err, opts)
+    })
     .await
 }
 
@@ -350,11 +377,11 @@ pub async fn read_item_article(
         };
         return (PageOutcome::failed("", &err, opts).result, Vec::new());
     };
-    let o = read_one(
+    let o = read_cut(
         ctx,
         crate::inputs::classify(url),
         opts,
-        ctx.client.deadline(),
+        super::deadline::gate_deadline(ctx, opts.deadline),
     )
     .await;
     let warnings = o

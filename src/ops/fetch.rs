@@ -8,8 +8,9 @@ use url::Url;
 use super::cached::{CachedGet, Got};
 use super::{Context, FetchOptions, compute};
 use crate::cache::{Entry, Kind};
+use crate::date;
 use crate::error::Error;
-use crate::feed::{self, Built, date};
+use crate::feed::{self, Built};
 use crate::http::ACCEPT_FEEDS;
 use crate::inputs::{Input, Source};
 use crate::model::{
@@ -73,7 +74,7 @@ pub async fn fetch_feeds(
     on_progress: &(dyn Fn(usize, usize) + Sync),
 ) -> FetchOutput {
     let fetched_at = date::format(&Utc::now());
-    let deadline = ctx.client.deadline();
+    let deadline = super::deadline::gate_deadline(ctx, opts.deadline);
     let jobs: Vec<Job<(usize, Input)>> = inputs
         .into_iter()
         .enumerate()
@@ -96,7 +97,10 @@ pub async fn fetch_feeds(
             |(index, input)| {
                 let tx = &tx;
                 async move {
-                    let o = fetch_one(ctx, input, opts, deadline).await;
+                    let o = cut_at(ctx, opts.deadline, input, |input| {
+                        fetch_one(ctx, input, opts, deadline)
+                    })
+                    .await;
                     if opts.articles.is_some() {
                         for (i, item) in o.feed.items.iter().enumerate() {
                             if let Some(url) = &item.url {
@@ -124,7 +128,7 @@ pub async fn fetch_feeds(
             tokio::select! {
                 msg = rx.recv(), if open => match msg {
                     Some((f, i, input)) => running.push(async move {
-                        (f, i, super::article::read_one(ctx, input, &aopts, deadline).await)
+                        (f, i, super::article::read_cut(ctx, input, &aopts, deadline).await)
                     }),
                     None => open = false,
                 },
@@ -187,6 +191,29 @@ fn assemble(
         out.feeds.push(o.feed);
     }
     out
+}
+
+/// [`fetch_one`] within the call's deadline: past it, the feed is `RATE_LIMITED` with its
+/// host's wait.
+async fn cut_at<'a, F: std::future::Future<Output = FeedOutcome> + 'a>(
+    ctx: &Context,
+    call: Option<Instant>,
+    input: Input,
+    work: impl FnOnce(Input) -> F,
+) -> FeedOutcome {
+    let feed_url = input.feed_url.clone();
+    let url = match &input.source {
+        Source::Http(u) => Some(u.clone()),
+        _ => None,
+    };
+    super::deadline::within(call, work(input), || {
+        let err = match &url {
+            Some(u) => super::deadline::cut_off(ctx, u),
+            None => crate::error::Error::internal("a local read outlived the call's deadline"),
+        };
+        FeedOutcome::failed(&feed_url, &err)
+    })
+    .await
 }
 
 async fn fetch_one(

@@ -4,8 +4,8 @@ use crate::model::WarningCode;
 use chrono::{DateTime, Utc};
 
 use super::Context;
+use crate::date;
 use crate::error::{Error, Result};
-use crate::feed::date;
 use crate::gate::HostKey;
 use crate::hosts::StoredHost;
 use crate::model::{HostInfo, HostsOutput, SCHEMA_VERSION, Warning};

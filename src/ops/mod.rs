@@ -4,6 +4,7 @@
 mod article;
 pub mod budget;
 mod cached;
+mod deadline;
 mod dedupe;
 mod discover;
 mod fetch;
@@ -24,6 +25,7 @@ use crate::model::{CacheListOutput, SCHEMA_VERSION, Warning};
 use crate::payload::Payload;
 
 pub use article::{ArticleOptions, fetch_articles, read_item_article};
+pub use deadline::cut_off;
 pub use dedupe::Dedupe;
 pub use discover::discover;
 pub use fetch::fetch_feeds;
@@ -151,6 +153,9 @@ pub struct FetchOptions {
     /// Read each returned item's page as an article too (`--articles`), with these
     /// options; the feeds' deadline is theirs.
     pub articles: Option<ArticleOptions>,
+    /// The call's deadline (`rss mcp --call-timeout`): what is still under way then is
+    /// answered as `RATE_LIMITED` with its host's wait. `None`: no limit but the gate's.
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 /// Lists the cache (`rss cache list`).
@@ -200,7 +205,7 @@ fn require_cache(ctx: &Context) -> Result<&Cache> {
 /// Unix ms as the contract's UTC RFC 3339.
 fn format_ms(ms: u64) -> Option<String> {
     chrono::DateTime::<chrono::Utc>::from_timestamp_millis(i64::try_from(ms).ok()?)
-        .map(|t| crate::feed::date::format(&t))
+        .map(|t| crate::date::format(&t))
 }
 
 /// Runs a blocking closure off the async threads.

@@ -37,6 +37,8 @@ pub struct FetchRequest {
     pub articles: bool,
     /// Honour robots.txt for those page reads.
     pub respect_robots: bool,
+    /// The call's deadline (the MCP server's `--call-timeout`).
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 impl FetchRequest {
@@ -48,6 +50,7 @@ impl FetchRequest {
             cache: o.cache,
             stale_if_error: o.stale_if_error,
             respect_robots: self.respect_robots,
+            deadline: self.deadline,
         })
     }
 
@@ -89,7 +92,9 @@ impl FetchRequest {
                 cache,
                 stale_if_error: self.stale_if_error,
                 respect_robots: self.respect_robots,
+                deadline: self.deadline,
             }),
+            deadline: self.deadline,
         })
     }
 }

@@ -122,7 +122,7 @@ pub async fn show_item(
             content_type: resp.content_type,
             doc_url: Some(resp.final_url),
             from_cache: false,
-            fetched_at: Some(feed::date::format(&chrono::Utc::now())),
+            fetched_at: Some(crate::date::format(&chrono::Utc::now())),
         },
         Got::Failed(e) => return Err(e),
     };

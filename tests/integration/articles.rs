@@ -188,11 +188,13 @@ async fn robots_txt_is_honoured_for_model_reads_and_its_crawl_delay_spaces_the_h
         1,
         "one robots.txt for the host"
     );
-    // The crawl delay spaced the two pages' starts by a second.
+    // The crawl delay spaced the two pages' starts by a second. The gate spaces the sends'
+    // starts; the first one's arrival also holds a new connection's setup (the second
+    // reuses it), so the gap seen here may come out that much short of the second.
     let a = srv.hits_for("/open/a")[0].arrived;
     let b = srv.hits_for("/open/b")[0].arrived;
     let gap = if b > a { b - a } else { a - b };
-    assert!(gap >= Duration::from_millis(1000), "{gap:?}");
+    assert!(gap >= Duration::from_millis(900), "{gap:?}");
     let hosts = json(&rss_std(cache.path()).arg("hosts").output().unwrap().stdout);
     assert_eq!(hosts["hosts"][0]["crawl_delay_ms"], 1000, "{hosts}");
     // Without --respect-robots (a person's CLI run) the robots.txt is not read.

@@ -17,6 +17,7 @@ mod mcp;
 mod mcp_guard;
 mod mcp_http;
 mod mcp_pages;
+mod mcp_ts;
 mod pacing;
 mod parsing;
 mod redis;

@@ -12,8 +12,8 @@ mod writer;
 
 use url::Url;
 
-use super::text::unescape_html;
 use crate::html::{Token, Tokenizer};
+use crate::text::unescape_html;
 pub(crate) use escape::text_to_markdown;
 pub(crate) use sanitize::sanitize_html;
 use writer::Writer;
@@ -45,7 +45,7 @@ pub(crate) fn to_text(html: &str, base: Option<&Url>) -> Result<String, Unconver
 /// The text of `html` on one line: tags dropped, entities decoded, whitespace collapsed.
 pub(crate) fn to_plain(html: &str) -> String {
     if !html.contains('<') && !html.contains('&') {
-        return super::text::collapse_ws(html);
+        return crate::text::collapse_ws(html);
     }
     let mut out = String::with_capacity(html.len());
     let mut space = false;

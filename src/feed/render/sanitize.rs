@@ -11,8 +11,8 @@ use std::sync::LazyLock;
 use ammonia::{Builder, UrlRelative};
 use url::Url;
 
-use crate::feed::text::escape_html;
 use crate::html::{Token, Tokenizer, attributes};
+use crate::text::escape_html;
 use crate::urls;
 
 /// Elements that pass (their content passes too; other elements are dropped, their text

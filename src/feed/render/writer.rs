@@ -9,8 +9,8 @@ use url::Url;
 use super::escape::{destination, escape_label, escape_word, fence_for, wrap_code_span};
 use super::table::Table;
 use super::{Style, Unconvertible};
-use crate::feed::text::{collapse_ws, unescape_html};
 use crate::html::{Token, Tokenizer, attributes};
+use crate::text::{collapse_ws, unescape_html};
 use crate::urls::content_link;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

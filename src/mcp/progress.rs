@@ -1,0 +1,80 @@
+//! Progress notifications for a call whose client gave a `progressToken`: one as each feed
+//! or page finishes, and a heartbeat at least every [`HEARTBEAT`] while the call waits (in
+//! the gate, or on a slow host), so clients that reset their request timeout on progress
+//! (the TypeScript SDK's `resetTimeoutOnProgress`) keep waiting for the answer.
+
+use std::future::Future;
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::model::ProgressNotificationParam;
+use rmcp::service::RequestContext;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// The longest a call goes without a progress notification.
+pub const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// A channel the operation reports `(done, total)` on, and its receiving end.
+pub fn channel() -> (
+    impl Fn(usize, usize) + Sync + Send,
+    UnboundedReceiver<(usize, usize)>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize)>();
+    (
+        move |done: usize, total: usize| {
+            let _ = tx.send((done, total));
+        },
+        rx,
+    )
+}
+
+/// Runs `work`, telling the client (when it asked) of every `(done, total)` that `rx`
+/// brings, and of the wait between them. `noun` names what is counted ("feeds").
+pub async fn report<T>(
+    work: impl Future<Output = T>,
+    mut rx: UnboundedReceiver<(usize, usize)>,
+    total: usize,
+    context: &RequestContext<RoleServer>,
+    noun: &str,
+) -> T {
+    let token = context.meta.get_progress_token();
+    // Progress must grow with every notification: a heartbeat adds less and less to the
+    // count done, never reaching the next whole one.
+    let notify = |progress: f64, total: usize, message: String| {
+        let peer = context.peer.clone();
+        let token = token.clone();
+        async move {
+            if let Some(token) = token {
+                let p = ProgressNotificationParam::new(token, progress)
+                    .with_total(total as f64)
+                    .with_message(message);
+                let _ = peer.notify_progress(p).await;
+            }
+        }
+    };
+    tokio::pin!(work);
+    let mut beat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+    let (mut done, mut total, mut beats) = (0usize, total, 0i32);
+    let out = loop {
+        tokio::select! {
+            out = &mut work => break out,
+            Some((d, t)) = rx.recv() => {
+                (done, total, beats) = (d, t, 0);
+                notify(d as f64, t, format!("{d}/{t} {noun} done")).await;
+                beat.reset();
+            }
+            _ = beat.tick() => {
+                beats += 1;
+                let progress = done as f64 + 1.0 - 0.5f64.powi(beats);
+                let message = format!(
+                    "{done}/{total} {noun} done; waiting for the rest (their hosts' turn, or their answer)"
+                );
+                notify(progress, total, message).await;
+            }
+        }
+    };
+    while let Ok((d, t)) = rx.try_recv() {
+        notify(d as f64, t, format!("{d}/{t} {noun} done")).await;
+    }
+    out
+}
