@@ -160,25 +160,20 @@ pub enum CacheError {
     /// A file of the entry could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Read {
-        /// The file.
         path: PathBuf,
-        /// The cause.
         #[source]
         source: std::io::Error,
     },
     /// The metadata is not valid JSON of the current layout.
     #[error("cache metadata {} is unreadable: {source}", path.display())]
     BadMeta {
-        /// The file.
         path: PathBuf,
-        /// The cause.
         #[source]
         source: serde_json::Error,
     },
     /// The metadata belongs to another entry or layout, or names a bad body file.
     #[error("cache metadata {} {why}", path.display())]
     Foreign {
-        /// The file.
         path: PathBuf,
         /// What is wrong with it.
         why: &'static str,
@@ -186,16 +181,13 @@ pub enum CacheError {
     /// The body is missing.
     #[error("cache body {} is missing: {source}", path.display())]
     NoBody {
-        /// The file.
         path: PathBuf,
-        /// The cause.
         #[source]
         source: std::io::Error,
     },
     /// The body's length is not the one recorded.
     #[error("cache body {} is {got} bytes, expected {expected}", path.display())]
     Length {
-        /// The file.
         path: PathBuf,
         /// Its length.
         got: u64,
@@ -204,10 +196,7 @@ pub enum CacheError {
     },
     /// The body's hash is not the one recorded.
     #[error("cache body {} does not match its hash", path.display())]
-    Hash {
-        /// The file.
-        path: PathBuf,
-    },
+    Hash { path: PathBuf },
 }
 
 /// What a fresh body is stored with.

@@ -150,7 +150,7 @@ pub enum Error {
     Io {
         /// What was being done.
         action: &'static str,
-        /// The file.
+        /// The file or directory it was done to (`details.path`).
         path: PathBuf,
         /// The OS error.
         #[source]

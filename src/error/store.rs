@@ -11,9 +11,9 @@ pub enum StoreError {
     Io {
         /// What was being done.
         action: &'static str,
-        /// The file.
+        /// The store's file it was done to.
         path: String,
-        /// The cause.
+        /// What the operating system said.
         #[source]
         source: std::io::Error,
     },
@@ -22,7 +22,7 @@ pub enum StoreError {
     Corrupt {
         /// The host (or the entry's file name).
         host: String,
-        /// The cause.
+        /// Why the entry is not host state.
         #[source]
         source: serde_json::Error,
     },
@@ -34,7 +34,7 @@ pub enum StoreError {
     Redis {
         /// What was being done.
         action: &'static str,
-        /// The cause.
+        /// What the Redis client said (a connection, protocol or script failure).
         #[source]
         source: ::redis::RedisError,
     },

@@ -98,7 +98,6 @@ impl std::fmt::Display for HostKey {
 /// The gate declined: waiting for this host would pass the call's deadline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Throttled {
-    /// The host.
     pub host: HostKey,
     /// How long from now until the host could take this call, at least.
     pub wait: Duration,

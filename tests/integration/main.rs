@@ -20,6 +20,7 @@ mod mcp_pages;
 mod mcp_ts;
 mod pacing;
 mod parsing;
+mod readme;
 mod redis;
 mod selection;
 mod signals;
