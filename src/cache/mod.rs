@@ -22,12 +22,16 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use chrono::Utc;
 use sha2::{Digest, Sha256};
 
+mod entry;
 pub(crate) mod freshness;
 mod size;
+
+pub(crate) use entry::now_ms;
+pub use entry::{CacheError, Entry, Lookup, Meta, StoreRequest, Superseded};
+use entry::{fresh_until, safe_body_name};
 
 use crate::date;
 use crate::error::{Error, Result};
@@ -43,196 +47,6 @@ const SUPERSEDED_BODY_GRACE: Duration = Duration::from_secs(60);
 const ENTRY_LOCK_WAIT: Duration = Duration::from_secs(5);
 /// Superseded bodies listed in one entry at most (the oldest go first past it).
 const SUPERSEDED_MAX: usize = 64;
-
-/// What the cache keeps about one feed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Meta {
-    /// Layout version.
-    pub version: u32,
-    /// The feed URL as requested.
-    pub feed_url: String,
-    /// The URL the body came from, after redirects.
-    pub final_url: String,
-    /// The origin's `ETag`.
-    pub etag: Option<String>,
-    /// The origin's `Last-Modified`.
-    pub last_modified: Option<String>,
-    /// The origin's `Content-Type`.
-    pub content_type: Option<String>,
-    /// When the body was fetched or last revalidated (UTC RFC 3339).
-    pub fetched_at: String,
-    /// The body's file name.
-    pub body_file: String,
-    /// The body's length in bytes.
-    pub body_len: u64,
-    /// sha256 of the body, hex.
-    pub body_sha256: String,
-    /// Bodies this entry named before, kept for readers of the older metadata until a
-    /// grace period after they were replaced.
-    #[serde(default)]
-    pub superseded: Vec<Superseded>,
-    /// When the response this entry records (its `200`, or the last `304` that confirmed
-    /// it) arrived, in Unix ms: an older response never replaces a newer one.
-    #[serde(default)]
-    pub received_ms: u64,
-    /// Until when (Unix ms) the server said the copy stays fresh (`Cache-Control: max-age`,
-    /// `Expires`), as of its last response; `None`: it said nothing, or `no-cache`.
-    #[serde(default)]
-    pub fresh_until_ms: Option<u64>,
-    /// The server said `must-revalidate`: a stale copy is never served without asking.
-    #[serde(default)]
-    pub must_revalidate: bool,
-}
-
-impl Meta {
-    /// Whether the server's own freshness still covers the copy at Unix ms `now`, capped
-    /// at `cap` after the response (a server's "a year" is not taken at its word).
-    pub fn is_fresh(&self, now: u64, cap: Duration) -> Option<u64> {
-        let until = self
-            .fresh_until_ms?
-            .min(self.received_ms.saturating_add(cap.as_millis() as u64));
-        (now < until).then_some(until)
-    }
-}
-
-/// A body an entry named before, and when it was replaced.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Superseded {
-    /// The body's file name.
-    pub file: String,
-    /// When the metadata stopped naming it (UTC RFC 3339).
-    pub at: String,
-}
-
-impl Superseded {
-    /// Whether its grace period has passed at `now`.
-    fn past_grace(&self, now: DateTime<Utc>) -> bool {
-        DateTime::parse_from_rfc3339(&self.at)
-            .ok()
-            .and_then(|t| (now - t.with_timezone(&Utc)).to_std().ok())
-            .is_none_or(|age| age > SUPERSEDED_BODY_GRACE)
-    }
-}
-
-/// Whether `name` may be a body file of an entry (never a path out of the folder).
-fn safe_body_name(name: &str) -> bool {
-    !name.is_empty() && !name.contains(['/', '\\']) && !name.starts_with('.')
-}
-
-impl Meta {
-    /// When the body was fetched or last revalidated.
-    pub fn fetched_at(&self) -> Option<DateTime<Utc>> {
-        DateTime::parse_from_rfc3339(&self.fetched_at)
-            .ok()
-            .map(|t| t.with_timezone(&Utc))
-    }
-
-    /// Age of the entry at `now` (zero if it claims to come from the future).
-    pub fn age(&self, now: DateTime<Utc>) -> Option<Duration> {
-        let at = self.fetched_at()?;
-        Some((now - at).to_std().unwrap_or(Duration::ZERO))
-    }
-}
-
-/// A complete, verified cache entry.
-#[derive(Debug, Clone)]
-pub struct Entry {
-    /// Its metadata.
-    pub meta: Meta,
-    /// The raw body.
-    pub body: Payload,
-}
-
-/// The result of a lookup.
-#[derive(Debug)]
-pub enum Lookup {
-    /// A complete, verified entry.
-    Hit(Box<Entry>),
-    /// Nothing cached.
-    Miss,
-    /// Something was there but did not check out.
-    Corrupt(CacheError),
-}
-
-/// Why a cache entry did not check out.
-#[derive(Debug, thiserror::Error)]
-pub enum CacheError {
-    /// A file of the entry could not be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The metadata is not valid JSON of the current layout.
-    #[error("cache metadata {} is unreadable: {source}", path.display())]
-    BadMeta {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
-    /// The metadata belongs to another entry or layout, or names a bad body file.
-    #[error("cache metadata {} {why}", path.display())]
-    Foreign {
-        path: PathBuf,
-        /// What is wrong with it.
-        why: &'static str,
-    },
-    /// The body is missing.
-    #[error("cache body {} is missing: {source}", path.display())]
-    NoBody {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The body's length is not the one recorded.
-    #[error("cache body {} is {got} bytes, expected {expected}", path.display())]
-    Length {
-        path: PathBuf,
-        /// Its length.
-        got: u64,
-        /// The recorded length.
-        expected: u64,
-    },
-    /// The body's hash is not the one recorded.
-    #[error("cache body {} does not match its hash", path.display())]
-    Hash { path: PathBuf },
-}
-
-/// What a fresh body is stored with.
-#[derive(Debug, Clone, Default)]
-pub struct StoreRequest<'a> {
-    /// The feed URL as requested.
-    pub feed_url: &'a str,
-    /// The URL the body came from.
-    pub final_url: &'a str,
-    /// The origin's `ETag`.
-    pub etag: Option<&'a str>,
-    /// The origin's `Last-Modified`.
-    pub last_modified: Option<&'a str>,
-    /// The origin's `Content-Type`.
-    pub content_type: Option<&'a str>,
-    /// When the response arrived (Unix ms); 0: now.
-    pub received_ms: u64,
-    /// What the response said of its freshness.
-    pub freshness: crate::cache::freshness::Freshness,
-}
-
-/// Until when (Unix ms) a response that arrived at `received` stays fresh.
-fn fresh_until(received: u64, f: &crate::cache::freshness::Freshness) -> Option<u64> {
-    if f.no_cache {
-        return None;
-    }
-    f.lifetime
-        .map(|l| received.saturating_add(l.as_millis().min(u64::MAX as u128) as u64))
-}
-
-/// Unix milliseconds now.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 /// What a cache entry holds; each kind has its own folder (`rss show` never reads a page
 /// as a feed).

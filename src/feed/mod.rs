@@ -6,6 +6,7 @@
 mod constructs;
 mod content;
 pub(crate) mod decode;
+mod dtd;
 mod extract;
 mod ids;
 mod json;
@@ -13,6 +14,7 @@ mod pipeline;
 pub(crate) mod query;
 pub(crate) mod render;
 mod select;
+mod tree;
 mod xml;
 
 use crate::model::WarningCode;

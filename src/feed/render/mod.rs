@@ -4,7 +4,9 @@
 //! made absolute against the item's base. Sanitized HTML comes from ammonia. Script and
 //! style bodies never reach any output.
 
+mod cells;
 mod escape;
+mod media;
 mod sanitize;
 mod table;
 mod tags;

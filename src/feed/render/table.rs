@@ -1,45 +1,8 @@
 //! Tables: cells rendered on their own, then laid out when the table closes (a pipe table
 //! in markdown, aligned columns in text), so `colspan` pads and every row has every column.
 
+use super::cells::{Cell, MAX_COLSPAN, Saved};
 use super::writer::{Open, Writer};
-
-/// Widest `colspan` honoured.
-const MAX_COLSPAN: usize = 64;
-
-struct Cell {
-    text: String,
-    span: usize,
-}
-
-/// The writer's output and line state, set aside while a cell renders into its own buffer.
-struct Saved {
-    out: String,
-    line_start: bool,
-    space: bool,
-    glued: bool,
-    brk: u8,
-    committed: u8,
-    hard: bool,
-}
-
-/// The table being rendered.
-#[derive(Default)]
-pub(super) struct Table {
-    rows: Vec<Vec<Cell>>,
-    saved: Option<Saved>,
-    bytes: usize,
-}
-
-impl Table {
-    pub(super) fn in_cell(&self) -> bool {
-        self.saved.is_some()
-    }
-
-    /// Bytes held aside: finished cells, and the output set aside while a cell renders.
-    pub(super) fn bytes(&self) -> usize {
-        self.bytes + self.saved.as_ref().map_or(0, |s| s.out.len())
-    }
-}
 
 impl Writer<'_> {
     /// Whether the innermost open table is the one being laid out (not one nested in it).
