@@ -152,6 +152,31 @@ fn main() {
     let (ours, (items, json_bytes)) =
         best_of(3, || pipeline(body.clone(), ContentFormat::Markdown));
     assert_eq!(items, 10_000);
+    // Where the time goes: the parse alone, the pipeline without rendering (content none),
+    // and the JSON of the items alone.
+    let (parse_only, n) = best_of(3, || {
+        rss::internals::parse_only(body.clone(), Some("application/rss+xml")).expect("parses")
+    });
+    assert_eq!(n, 10_000);
+    let (no_render, _) = best_of(3, || pipeline(body.clone(), ContentFormat::None));
+    let rendered = rss::internals::process(
+        "https://bench.example.com/feed.xml",
+        body.clone().into(),
+        Some("application/rss+xml"),
+        None,
+        &Selection::default(),
+        &RenderOptions {
+            format: ContentFormat::Markdown,
+            max_content_chars: None,
+        },
+    )
+    .expect("parses");
+    let (serialise, _) = best_of(3, || {
+        let mut out = std::io::BufWriter::new(Counter(0));
+        serde_json::to_writer(&mut out, &rendered.built.items).expect("serializes");
+        out.flush().unwrap();
+    });
+    drop(rendered);
 
     let input = body.clone();
     let baseline = CURRENT.load(Ordering::SeqCst);
@@ -180,6 +205,15 @@ fn main() {
         o_mbs,
         o_ips
     );
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "profile (wall, 2 threads render while one parses): parse alone {:.0} ms; pipeline with --content none {:.0} ms; with markdown {:.0} ms (markdown adds {:.0} ms); JSON of the items alone {:.0} ms",
+        ms(parse_only),
+        ms(no_render),
+        ms(ours),
+        ms(ours.saturating_sub(no_render)),
+        ms(serialise)
+    );
     println!(
         "pipeline / bare parse: {:.2}x (target <= 3x)",
         ours.as_secs_f64() / bare.as_secs_f64()
@@ -201,12 +235,49 @@ fn main() {
     end_to_end(&body);
 }
 
+/// Serves `body` to every request on a loopback port, from a thread; stops after `n`
+/// requests.
+fn serve(body: Vec<u8>, n: usize) -> String {
+    use std::io::{BufRead, BufReader};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(n) {
+            let Ok(mut s) = stream else { continue };
+            let mut reader = BufReader::new(s.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/rss+xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(&body);
+        }
+    });
+    format!("http://{addr}/feed.xml")
+}
+
 /// The real binary on the same feed from a file, output discarded: wall time, and peak
 /// resident memory when /usr/bin/time is there to measure it.
 fn end_to_end(body: &[u8]) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("big.xml");
     std::fs::write(&path, body).expect("write the feed");
+    let url = serve(body.to_vec(), 1);
+    for (what, input) in [
+        ("FILE", path.to_str().unwrap()),
+        ("URL over loopback", url.as_str()),
+    ] {
+        run_binary(what, input, body.len());
+    }
+}
+
+/// One run of the binary on `input` (a file or a URL), output discarded: wall time, and peak
+/// resident memory when /usr/bin/time is there to measure it.
+fn run_binary(what: &str, input: &str, body_len: usize) {
     let bin = env!("CARGO_BIN_EXE_rss");
     // The feed is larger than the default 20 MiB cap.
     let args = [
@@ -215,7 +286,7 @@ fn end_to_end(body: &[u8]) {
         "-q",
         "--max-body-bytes",
         "100000000",
-        path.to_str().unwrap(),
+        input,
     ];
     let timed = std::path::Path::new("/usr/bin/time").exists();
     let started = Instant::now();
@@ -239,7 +310,7 @@ fn end_to_end(body: &[u8]) {
         })
         .flatten();
     print!(
-        "end to end `rss fetch FILE > /dev/null`: {:.0} ms, {:.1} MB of JSON",
+        "end to end `rss fetch {what} > /dev/null`: {:.0} ms, {:.1} MB of JSON",
         wall.as_secs_f64() * 1e3,
         out.stdout.len() as f64 / 1e6
     );
@@ -247,7 +318,7 @@ fn end_to_end(body: &[u8]) {
         Some(kb) => println!(
             ", peak RSS {:.1} MB = {:.2}x the body",
             kb / 1e3,
-            kb * 1e3 / body.len() as f64
+            kb * 1e3 / body_len as f64
         ),
         None => println!(),
     }

@@ -78,6 +78,15 @@ pub mod internals {
     }
     pub use crate::http::parse_retry_after;
 
+    /// Parses a feed body and counts its items, rendering nothing (the parse benchmark's
+    /// profile: how much of the pipeline parsing alone takes).
+    pub fn parse_only(body: Vec<u8>, content_type: Option<&str>) -> Result<usize, String> {
+        let mut n = 0usize;
+        crate::feed::parse_into(body.into(), content_type, None, &mut |_| n += 1)
+            .map(|_| n)
+            .map_err(|e| e.to_string())
+    }
+
     /// A page's body read as an article (the extraction benchmark's `rss article` columns):
     /// its content as rendered, or the error code.
     pub fn article_content(
