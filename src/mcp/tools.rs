@@ -220,7 +220,8 @@ pub struct GetSchemaArgs {
 
 fn object_schema<T: JsonSchema>() -> Arc<JsonObject> {
     let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
-    let value = generator.into_root_schema_for::<T>().to_value();
+    let mut value = generator.into_root_schema_for::<T>().to_value();
+    crate::output::standard_vocabulary(&mut value);
     Arc::new(match value {
         Value::Object(map) => map,
         _ => JsonObject::new(),

@@ -185,10 +185,11 @@ pub fn schema(kind: SchemaKind) -> Value {
     value
 }
 
-/// Makes every property required, and keeps to JSON Schema 2020-12's own vocabulary: the
-/// generator's non-standard integer formats (`uint`, `uint64`, `uint16`, ...) become
-/// `minimum: 0` (signed ones are dropped: the type says enough).
-fn require_all(v: &mut Value) {
+/// Keeps a schema to JSON Schema 2020-12's own vocabulary: the generator's non-standard
+/// integer formats (`uint`, `uint64`, `uint16`, ...) become `minimum: 0` (signed ones and
+/// `double` / `float` are dropped: the type says enough). Every schema we publish (output,
+/// `rss schema`, MCP tool inputs) goes through it.
+pub(crate) fn standard_vocabulary(v: &mut Value) {
     match v {
         Value::Object(map) => {
             if let Some(Value::String(f)) = map.get("format") {
@@ -200,15 +201,33 @@ fn require_all(v: &mut Value) {
                     }
                 }
             }
+            for (_, child) in map.iter_mut() {
+                standard_vocabulary(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(standard_vocabulary),
+        _ => {}
+    }
+}
+
+/// Makes every property required, in standard vocabulary ([`standard_vocabulary`]).
+fn require_all(v: &mut Value) {
+    standard_vocabulary(v);
+    required(v);
+}
+
+fn required(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
             if let Some(Value::Object(props)) = map.get("properties") {
                 let keys: Vec<Value> = props.keys().cloned().map(Value::String).collect();
                 map.insert("required".to_owned(), Value::Array(keys));
             }
             for (_, child) in map.iter_mut() {
-                require_all(child);
+                required(child);
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(require_all),
+        Value::Array(items) => items.iter_mut().for_each(required),
         _ => {}
     }
 }
