@@ -101,6 +101,53 @@ fn global_guid(guid: &str) -> bool {
     g.contains(':') || g.len() >= 20
 }
 
+/// An item's keys as duplicates are found by: a global-looking guid, the normalised
+/// address, the content hash (each tagged with its kind).
+fn keys_of(item: &crate::model::Item) -> [Option<String>; 3] {
+    let guid = item.guid.as_deref().filter(|g| global_guid(g));
+    [
+        guid.map(|g| g.trim().to_owned()),
+        item.url.as_deref().and_then(normalize_url),
+        item.content_hash.clone(),
+    ]
+}
+
+/// What `--dedupe drop` will keep, known as feeds arrive: each key's earliest holder (feed
+/// index, item index) seen so far. An item whose key an earlier item already holds is
+/// certain to be dropped (the first in input order stays), so `--articles` need not read
+/// its page.
+#[derive(Debug, Default)]
+pub(crate) struct Claims(std::sync::Mutex<HashMap<(usize, String), (usize, usize)>>);
+
+impl Claims {
+    /// Claims `items` of feed `feed`; the indices of those an earlier item already holds a
+    /// key of (and which will be dropped).
+    pub(crate) fn claim(&self, feed: usize, items: &[crate::model::Item]) -> Vec<usize> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut doomed = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let keys = keys_of(item);
+            let mut earlier = false;
+            for (kind, key) in keys.iter().enumerate() {
+                let Some(key) = key else { continue };
+                let slot = held.entry((kind, key.clone())).or_insert((feed, i));
+                // A body repeated inside one feed is boilerplate, never a duplicate.
+                let counts = kind != 2 || slot.0 != feed;
+                if counts && *slot < (feed, i) {
+                    earlier = true;
+                }
+                if (feed, i) < *slot {
+                    *slot = (feed, i);
+                }
+            }
+            if earlier {
+                doomed.push(i);
+            }
+        }
+        doomed
+    }
+}
+
 /// Union-find over item positions.
 struct Groups(Vec<usize>);
 
@@ -146,15 +193,10 @@ pub(crate) fn apply(out: &mut FetchOutput, mode: Dedupe) {
     let mut all = Vec::new();
     for (f, feed) in out.feeds.iter().enumerate() {
         for (i, item) in feed.items.iter().enumerate() {
-            let guid = item.guid.as_deref().filter(|g| global_guid(g));
             all.push(Keyed {
                 feed: f,
                 item: i,
-                keys: [
-                    guid.map(|g| g.trim().to_owned()),
-                    item.url.as_deref().and_then(normalize_url),
-                    item.content_hash.clone(),
-                ],
+                keys: keys_of(item),
             });
         }
     }

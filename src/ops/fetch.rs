@@ -90,6 +90,9 @@ pub async fn fetch_feeds(
     // other feeds: the gate queues each page on its host like any send, so a strict
     // host's pages never hold up another host's feeds.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize, Input)>();
+    // With `--dedupe drop`, a page is not read for an item certain to be dropped.
+    let claims = super::dedupe::Claims::default();
+    let claims = &claims;
     let feeds = async move {
         let outcomes = run_batch(
             jobs,
@@ -102,7 +105,14 @@ pub async fn fetch_feeds(
                     })
                     .await;
                     if opts.articles.is_some() {
+                        let doomed = match opts.dedupe {
+                            super::Dedupe::Drop => claims.claim(index, &o.feed.items),
+                            _ => Vec::new(),
+                        };
                         for (i, item) in o.feed.items.iter().enumerate() {
+                            if doomed.contains(&i) {
+                                continue;
+                            }
                             if let Some(url) = &item.url {
                                 let _ = tx.send((index, i, crate::inputs::classify(url)));
                             }

@@ -236,3 +236,58 @@ fn the_cli_takes_dedupe_and_refuses_a_bad_value() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_drop_the_page_of_a_dropped_duplicate_is_never_read() {
+    let page = fixture("articles/story.html");
+    let srv = TestServer::start(move |req| {
+        let feed = |links: &[&str]| {
+            let items: String = links
+                .iter()
+                .enumerate()
+                .map(|(i, l)| format!("<item><title>S{i}</title><link>{l}</link></item>"))
+                .collect();
+            Reply::xml(format!(
+                "<rss><channel><title>F</title>{items}</channel></rss>"
+            ))
+        };
+        match req.path.as_str() {
+            "/a.xml" => feed(&["/story/1", "/story/2"]),
+            "/b.xml" => feed(&["/story/1/?utm_source=b", "/story/3"]),
+            _ => Reply::ok(page.clone(), "text/html; charset=utf-8"),
+        }
+    })
+    .await;
+    let story1 = |srv: &TestServer| {
+        srv.hits()
+            .iter()
+            .filter(|h| h.path.starts_with("/story/1"))
+            .count()
+    };
+    for (mode, reads) in [("drop", 1), ("report", 2)] {
+        let before = story1(&srv);
+        let out = rss_cmd()
+            .args(["fetch", "--articles", "--no-cache", "--dedupe", mode])
+            .args([srv.url("/a.xml"), srv.url("/b.xml")])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["duplicates"].as_array().unwrap().len(), 1, "{mode}");
+        assert_eq!(
+            story1(&srv) - before,
+            reads,
+            "{mode}: the shared story's page reads"
+        );
+        // The kept item of each story has its article.
+        assert_eq!(
+            v["feeds"][0]["items"][0]["article"]["status"], "ok",
+            "{mode}"
+        );
+    }
+}
