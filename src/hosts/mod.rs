@@ -10,6 +10,7 @@
 //! own gate, with a warning to the operation that met the failure, when the store cannot
 //! be used.
 
+mod fallback;
 pub(crate) mod file;
 mod redis;
 mod stored;
@@ -186,7 +187,7 @@ pub(crate) fn open(config: &Config) -> SharedHosts {
         },
         HostStateSetting::Redis(url) => match redis::RedisStore::open(url) {
             Ok(store) => {
-                SharedHosts::with_store(Arc::new(redis::Fallback::new(store, files().ok())))
+                SharedHosts::with_store(Arc::new(fallback::Fallback::new(store, files().ok())))
             }
             Err(e) => unshared(e.to_string()),
         },

@@ -13,8 +13,8 @@
 //! with the value, and the worker converts against that reading, so a worker whose own
 //! clock is off by seconds still paces by the fleet's one clock (to within a round trip).
 //!
-//! Every operation has a short timeout. When Redis fails, [`Fallback`] serves the same
-//! operation from the local file store, reports `GATE_STORE_UNAVAILABLE` to every
+//! Every operation has a short timeout. When Redis fails, `fallback::Fallback` serves the
+//! same operation from the local file store, reports `GATE_STORE_UNAVAILABLE` to every
 //! operation that uses it meanwhile, and tries Redis again after a backoff.
 
 use std::collections::HashMap;
@@ -28,11 +28,11 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, Script};
 use tokio::time::Instant;
 
-use super::{Clock, Held, HostStore, Lease, Listed, Snapshot, StoreError, StoredHost, Update};
+use super::{Clock, Held, Lease, Listed, Snapshot, StoreError, StoredHost, Update};
 use crate::gate::HostKey;
 
 /// How long one Redis operation may take before the store counts as down.
-const OP_TIMEOUT: Duration = Duration::from_millis(750);
+pub(super) const OP_TIMEOUT: Duration = Duration::from_millis(750);
 /// How long a send slot is held without renewal; a crashed holder frees it this soon.
 pub(crate) const LEASE_TTL: Duration = Duration::from_secs(3);
 /// How often a live holder renews its slot.
@@ -40,11 +40,11 @@ const LEASE_RENEW: Duration = Duration::from_secs(1);
 /// A send starts only on a slot confirmed this recently (so it has at least
 /// `LEASE_TTL - LEASE_FRESH` of its lifetime ahead); an older one is renewed first.
 const LEASE_FRESH: Duration = Duration::from_millis(1500);
+/// First and longest pause before Redis is tried again after a failure.
+pub(super) const RETRY_MIN: Duration = Duration::from_secs(1);
+pub(super) const RETRY_MAX: Duration = Duration::from_secs(30);
 /// Tries of a compare-and-set before giving up (each conflict means someone else wrote).
 const CAS_TRIES: usize = 16;
-/// First and longest pause before Redis is tried again after a failure.
-const RETRY_MIN: Duration = Duration::from_secs(1);
-const RETRY_MAX: Duration = Duration::from_secs(30);
 
 const PREFIX: &str = "rss:gate:v1:";
 
@@ -112,7 +112,7 @@ pub(crate) async fn release_held() {
 
 /// Host state in Redis.
 pub(crate) struct RedisStore {
-    url: String,
+    pub(super) url: String,
     conn: ConnectionManager,
     read: Script,
     cas: Script,
@@ -141,7 +141,7 @@ async fn timed<T>(fut: impl Future<Output = Result<T, StoreError>>) -> Result<T,
         .unwrap_or(Err(StoreError::Timeout(OP_TIMEOUT)))
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -196,7 +196,7 @@ impl RedisStore {
         })
     }
 
-    async fn load_inner(&self, host: &HostKey) -> Result<Snapshot, StoreError> {
+    pub(super) async fn load_inner(&self, host: &HostKey) -> Result<Snapshot, StoreError> {
         let (raw, clock) = self.read_raw(&state_key(host)).await?;
         let stored = match raw {
             Some(raw) => Some(Self::parse(&raw, host.as_str())?),
@@ -205,7 +205,11 @@ impl RedisStore {
         Ok(Snapshot { stored, clock })
     }
 
-    async fn update_inner(&self, host: &HostKey, f: &Update<'_>) -> Result<Snapshot, StoreError> {
+    pub(super) async fn update_inner(
+        &self,
+        host: &HostKey,
+        f: &Update<'_>,
+    ) -> Result<Snapshot, StoreError> {
         let key = state_key(host);
         for _ in 0..CAS_TRIES {
             let (raw, clock) = self.read_raw(&key).await?;
@@ -240,7 +244,7 @@ impl RedisStore {
         Err(StoreError::Contended(host.as_str().to_owned()))
     }
 
-    async fn try_lease_inner(
+    pub(super) async fn try_lease_inner(
         &self,
         host: &HostKey,
         slots: usize,
@@ -276,7 +280,7 @@ impl RedisStore {
         Ok(None)
     }
 
-    async fn list_inner(&self) -> Result<(Vec<Listed>, Clock), StoreError> {
+    pub(super) async fn list_inner(&self) -> Result<(Vec<Listed>, Clock), StoreError> {
         let keys = self.state_keys().await?;
         let mut out = Vec::new();
         let mut clock = None;
@@ -487,140 +491,11 @@ impl Drop for HeldSlot {
     }
 }
 
-/// Redis first; the local store while Redis is down, retried after a growing pause.
-#[derive(Debug)]
-pub(crate) struct Fallback {
-    redis: RedisStore,
-    local: Option<Arc<dyn HostStore>>,
-    down: Mutex<Down>,
-}
-
-#[derive(Debug, Default)]
-struct Down {
-    /// Do not try Redis before this.
-    until: Option<Instant>,
-    pause: Duration,
-    /// What failed last, while Redis is down.
-    why: Option<String>,
-}
-
-impl Fallback {
-    pub(crate) fn new(redis: RedisStore, local: Option<Arc<dyn HostStore>>) -> Fallback {
-        Fallback {
-            redis,
-            local,
-            down: Mutex::new(Down::default()),
-        }
-    }
-
-    fn usable(&self) -> bool {
-        lock(&self.down).until.is_none_or(|t| Instant::now() >= t)
-    }
-
-    fn failed(&self, e: &StoreError) {
-        let mut down = lock(&self.down);
-        down.pause = (down.pause * 2).clamp(RETRY_MIN, RETRY_MAX);
-        down.until = Some(Instant::now() + down.pause);
-        down.why = Some(format!(
-            "the gate store {} failed ({e}); pacing with the local store",
-            self.redis.url
-        ));
-        tracing::warn!("Redis gate store failed: {e}");
-    }
-
-    fn worked(&self) {
-        let mut down = lock(&self.down);
-        if down.until.is_some() {
-            tracing::info!("Redis gate store is back");
-        }
-        *down = Down::default();
-    }
-
-    /// Runs `on_redis`, or on failure (or while Redis is down) `on_local`; a failure of
-    /// Redis with no local store is the error itself.
-    async fn run<'a, T: Send + 'a>(
-        &'a self,
-        on_redis: BoxFuture<'a, Result<T, StoreError>>,
-        on_local: impl FnOnce(&'a Arc<dyn HostStore>) -> BoxFuture<'a, Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
-        if self.usable() {
-            match on_redis.await {
-                Ok(v) => {
-                    self.worked();
-                    return Ok(v);
-                }
-                // A damaged entry is the entry's problem, not the store's.
-                Err(e @ StoreError::Corrupt { .. }) => return Err(e),
-                Err(e) => {
-                    self.failed(&e);
-                    if self.local.is_none() {
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        match &self.local {
-            Some(local) => on_local(local).await,
-            None => Err(StoreError::Timeout(OP_TIMEOUT)),
-        }
-    }
-}
-
-impl HostStore for Fallback {
-    fn describe(&self) -> String {
-        self.redis.url.clone()
-    }
-
-    fn degraded(&self) -> Option<String> {
-        lock(&self.down).why.clone()
-    }
-
-    fn load<'a>(&'a self, host: &'a HostKey) -> BoxFuture<'a, Result<Snapshot, StoreError>> {
-        self.run(self.redis.load_inner(host).boxed(), move |l| l.load(host))
-            .boxed()
-    }
-
-    fn update<'a>(
-        &'a self,
-        host: &'a HostKey,
-        f: &'a Update<'a>,
-    ) -> BoxFuture<'a, Result<Snapshot, StoreError>> {
-        self.run(self.redis.update_inner(host, f).boxed(), move |l| {
-            l.update(host, f)
-        })
-        .boxed()
-    }
-
-    fn try_lease<'a>(
-        &'a self,
-        host: &'a HostKey,
-        slots: usize,
-    ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
-        self.run(self.redis.try_lease_inner(host, slots).boxed(), move |l| {
-            l.try_lease(host, slots)
-        })
-        .boxed()
-    }
-
-    fn list(&self) -> BoxFuture<'_, Result<(Vec<Listed>, Clock), StoreError>> {
-        // `rss hosts` shows the configured store, or says why it cannot.
-        self.redis.list_inner().boxed()
-    }
-
-    fn tidy(&self) -> BoxFuture<'_, Result<(), StoreError>> {
-        async move {
-            match &self.local {
-                Some(local) => local.tidy().await,
-                None => Ok(()),
-            }
-        }
-        .boxed()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hosts::HostStore;
+    use crate::hosts::fallback::Fallback;
 
     #[test]
     fn keys_share_the_host_hash_tag() {
