@@ -3,6 +3,7 @@
 //! [`parse`] turns a body into a [`RawFeed`] (nothing rendered yet); [`build`] selects,
 //! identifies and renders its items into the contract's [`FeedResult`] parts.
 
+mod channel;
 mod constructs;
 mod content;
 pub(crate) mod decode;

@@ -1,0 +1,162 @@
+//! A channel's (or Atom feed's) own metadata: title, site, description, dates, language,
+//! icon, people, categories and declared update period.
+
+use url::Url;
+
+use super::RawFeed;
+use super::constructs::{
+    RSSISH, first_date, is_atomish, itunes_categories, person, person_name, plain, push_unique,
+    set_once, text_construct,
+};
+use super::xml::{Element, Ns};
+use crate::model::WarningCode;
+use crate::text::{collapse_ws, non_empty};
+use crate::urls::resolve;
+
+/// The site's address from the links of a channel (or Atom feed) read so far.
+pub(super) fn site_link(parent: &Element, atom_mode: bool) -> Option<Url> {
+    parent.elements().find_map(|c| {
+        let feedish = is_atomish(c, atom_mode) || RSSISH.contains(&c.ns);
+        if !feedish || !c.name.eq_ignore_ascii_case("link") {
+            return None;
+        }
+        let href = match c.attr("href") {
+            Some(h)
+                if c.attr("rel")
+                    .is_none_or(|r| r.trim().eq_ignore_ascii_case("alternate")) =>
+            {
+                h.to_owned()
+            }
+            Some(_) => return None,
+            None => c.text(),
+        };
+        Url::parse(resolve(&href, c.base.as_deref())?.as_str()).ok()
+    })
+}
+
+pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFeed) {
+    let base = ch.base.as_deref();
+    let mut skipped = Vec::new();
+    let mut updated: [Option<String>; 3] = Default::default();
+    let mut author_fallback = None;
+    let mut description_fallback = None;
+    let (mut ttl_minutes, mut sy_period, mut sy_frequency) = (None, None, None);
+    let mut logo = None;
+    let mut image_url = None;
+    let mut itunes_image = None;
+    for c in ch.elements().chain(
+        root.elements()
+            .filter(|e| e.name.eq_ignore_ascii_case("image")),
+    ) {
+        let atomish = is_atomish(c, atom_mode);
+        let rssish = RSSISH.contains(&c.ns) && !atomish;
+        match (c.ns, c.name.to_ascii_lowercase().as_str()) {
+            (_, "title") if (atomish || rssish) && feed.title.is_none() => {
+                feed.title = plain(text_construct(c, atomish, &mut skipped));
+            }
+            (Ns::Dc, "title") if feed.title.is_none() => {
+                feed.title = non_empty(collapse_ws(&c.text()))
+            }
+            (_, "link") if atomish || rssish => {
+                if let Some(href) = c.attr("href") {
+                    let rel = c
+                        .attr("rel")
+                        .unwrap_or("alternate")
+                        .trim()
+                        .to_ascii_lowercase();
+                    if rel == "alternate" && feed.site_url.is_none() {
+                        feed.site_url = resolve(href, c.base.as_deref());
+                    }
+                } else if feed.site_url.is_none() {
+                    feed.site_url = resolve(&c.text(), c.base.as_deref());
+                }
+            }
+            (_, "description") if rssish => {
+                feed.description = plain(text_construct(c, false, &mut skipped))
+            }
+            (_, "subtitle") | (_, "tagline") if atomish => {
+                feed.description = plain(text_construct(c, true, &mut skipped));
+            }
+            (Ns::Itunes, "summary") | (Ns::Itunes, "subtitle") | (Ns::Dc, "description") => {
+                description_fallback = non_empty(collapse_ws(&c.text()));
+            }
+            (_, "updated") | (_, "modified") if atomish => set_once(&mut updated[0], c.text()),
+            (_, "lastbuilddate") if rssish => set_once(&mut updated[0], c.text()),
+            (_, "pubdate") if rssish => set_once(&mut updated[1], c.text()),
+            (Ns::Dc, "date") | (Ns::Dcterms, "modified") | (Ns::Dcterms, "issued") => {
+                set_once(&mut updated[2], c.text())
+            }
+            (_, "author") if atomish => push_unique(&mut feed.authors, person(c)),
+            (_, "managingeditor") if rssish => {
+                push_unique(&mut feed.authors, person_name(&c.text()))
+            }
+            (Ns::Dc, "creator") | (Ns::Dc, "author") => {
+                push_unique(&mut feed.authors, person_name(&c.text()))
+            }
+            (Ns::Itunes, "author") => author_fallback = person_name(&c.text()),
+            (_, "category") if atomish => push_unique(
+                &mut feed.categories,
+                c.attr("term").or(c.attr("label")).and_then(non_empty),
+            ),
+            (_, "category") if rssish => {
+                push_unique(&mut feed.categories, non_empty(collapse_ws(&c.own_text())))
+            }
+            (Ns::Dc, "subject") | (Ns::Media, "category") => {
+                push_unique(&mut feed.categories, non_empty(collapse_ws(&c.own_text())))
+            }
+            (Ns::Itunes, "category") => itunes_categories(c, &mut feed.categories),
+            (_, "ttl") if rssish => {
+                ttl_minutes = c.text().trim().parse::<u64>().ok().filter(|m| *m > 0)
+            }
+            (Ns::Sy, "updateperiod") => {
+                sy_period = match c.text().trim().to_ascii_lowercase().as_str() {
+                    "hourly" => Some(3_600),
+                    "daily" => Some(86_400),
+                    "weekly" => Some(604_800),
+                    "monthly" => Some(2_592_000),
+                    "yearly" => Some(31_536_000),
+                    _ => None,
+                }
+            }
+            (Ns::Sy, "updatefrequency") => {
+                sy_frequency = c.text().trim().parse::<u64>().ok().filter(|f| *f > 0)
+            }
+            (_, "language") if rssish => feed.language = non_empty(c.text()),
+            (Ns::Dc, "language") if feed.language.is_none() => feed.language = non_empty(c.text()),
+            (_, "icon") if atomish => feed.icon = resolve(&c.text(), base),
+            (_, "logo") if atomish => logo = resolve(&c.text(), base),
+            (_, "image") if rssish => {
+                let url = c
+                    .elements()
+                    .find(|u| u.name.eq_ignore_ascii_case("url"))
+                    .map(|u| u.text())
+                    .or_else(|| c.attr_ns(Ns::Rdf, "resource").map(str::to_owned));
+                if image_url.is_none() {
+                    image_url = url.and_then(|u| resolve(&u, base));
+                }
+            }
+            (Ns::Itunes, "image") => itunes_image = c.attr("href").and_then(|h| resolve(h, base)),
+            _ => {}
+        }
+    }
+    feed.ttl_seconds = ttl_minutes
+        .map(|m| m.saturating_mul(60))
+        .or_else(|| sy_period.map(|p: u64| p / sy_frequency.unwrap_or(1)));
+    if feed.description.is_none() {
+        feed.description = description_fallback;
+    }
+    if feed.authors.is_empty() {
+        push_unique(&mut feed.authors, author_fallback);
+    }
+    feed.updated = first_date(&updated);
+    feed.icon = feed.icon.take().or(image_url).or(logo).or(itunes_image);
+    if feed.language.is_none() {
+        feed.language = ch
+            .attr_ns(Ns::Xml, "lang")
+            .or_else(|| root.attr_ns(Ns::Xml, "lang"))
+            .and_then(non_empty);
+    }
+    for s in skipped.into_iter().take(3) {
+        feed.warnings.push((WarningCode::ElementSkipped, s));
+    }
+}
