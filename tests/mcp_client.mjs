@@ -57,6 +57,7 @@ try {
 }
 found.slow_ms = Date.now() - started;
 found.progress = progress.length;
+found.messages = progress.map((p) => p.message);
 found.progress_increases = progress.every((p, i) => i === 0 || p.progress > progress[i - 1].progress);
 if (second) {
   const text = second.content[0].text;

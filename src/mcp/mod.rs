@@ -301,9 +301,11 @@ impl Server {
         context: &RequestContext<RoleServer>,
     ) -> FetchOutput {
         let total = inputs.len();
+        let hosts = ops::web_urls(&inputs);
+        let waiting = || progress::describe(&ops::holding_back(&self.ctx, &hosts));
         let (on_progress, rx) = progress::channel();
         let fetch = ops::fetch_feeds(&self.ctx, inputs, opts, &on_progress);
-        progress::report(fetch, rx, total, context, "feeds").await
+        progress::report(fetch, rx, total, context, "feeds", waiting).await
     }
 
     async fn fetch_article(
@@ -372,9 +374,11 @@ impl Server {
         context: &RequestContext<RoleServer>,
     ) -> ArticleOutput {
         let total = inputs.len();
+        let hosts = ops::web_urls(&inputs);
+        let waiting = || progress::describe(&ops::holding_back(&self.ctx, &hosts));
         let (on_progress, rx) = progress::channel();
         let read = ops::fetch_articles(&self.ctx, inputs, opts, &on_progress);
-        progress::report(read, rx, total, context, "pages").await
+        progress::report(read, rx, total, context, "pages", waiting).await
     }
 
     async fn discover_feeds(&self, args: Value) -> Result<CallToolResult> {

@@ -14,6 +14,26 @@ use tokio::sync::mpsc::UnboundedReceiver;
 /// The longest a call goes without a progress notification.
 pub const HEARTBEAT: Duration = Duration::from_secs(5);
 
+/// What a call still waits for, in words: the hosts the gate holds back (with how long),
+/// else the answers of the requests under way.
+pub fn describe(held: &[(String, Duration)]) -> String {
+    if held.is_empty() {
+        return "the answers of the requests under way".to_owned();
+    }
+    let named: Vec<String> = held
+        .iter()
+        .take(5)
+        .map(|(host, wait)| format!("{host} (its turn in {} s)", wait.as_secs_f64().ceil()))
+        .collect();
+    let more = held.len().saturating_sub(named.len());
+    let tail = if more > 0 {
+        format!(" and {more} more hosts")
+    } else {
+        String::new()
+    };
+    format!("{}{tail}", named.join(", "))
+}
+
 /// A channel the operation reports `(done, total)` on, and its receiving end.
 pub fn channel() -> (
     impl Fn(usize, usize) + Sync + Send,
@@ -36,6 +56,7 @@ pub async fn report<T>(
     total: usize,
     context: &RequestContext<RoleServer>,
     noun: &str,
+    waiting_for: impl Fn() -> String,
 ) -> T {
     let token = context.meta.get_progress_token();
     // Progress must grow with every notification: a heartbeat adds less and less to the
@@ -66,9 +87,7 @@ pub async fn report<T>(
             _ = beat.tick() => {
                 beats += 1;
                 let progress = done as f64 + 1.0 - 0.5f64.powi(beats);
-                let message = format!(
-                    "{done}/{total} {noun} done; waiting for the rest (their hosts' turn, or their answer)"
-                );
+                let message = format!("{done}/{total} {noun} done; waiting for {}", waiting_for());
                 notify(progress, total, message).await;
             }
         }

@@ -36,6 +36,35 @@ pub(crate) async fn within<T>(
     }
 }
 
+/// The web addresses among `inputs` (what [`holding_back`] looks at).
+pub fn web_urls(inputs: &[crate::inputs::Input]) -> Vec<Url> {
+    inputs
+        .iter()
+        .filter_map(|i| match &i.source {
+            crate::inputs::Source::Http(u) => Some(u.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The hosts of `urls` that the gate holds back now, with how long each still waits
+/// (longest first): what a call that has not finished is waiting for.
+pub fn holding_back(ctx: &Context, urls: &[Url]) -> Vec<(String, Duration)> {
+    let now = Instant::now();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out: Vec<(String, Duration)> = urls
+        .iter()
+        .filter_map(|u| ctx.client.key_of(u))
+        .filter(|k| seen.insert(k.clone()))
+        .filter_map(|k| {
+            let wait = ctx.client.gate().state_of(&k).pacing(now);
+            (!wait.is_zero()).then(|| (k.as_str().to_owned(), wait))
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.cmp(&a.1));
+    out
+}
+
 /// What a fetch of `url` cut off by the call's deadline answers: `RATE_LIMITED`, with the
 /// wait the gate still holds for its host (at least a second).
 pub fn cut_off(ctx: &Context, url: &Url) -> Error {

@@ -90,6 +90,10 @@ async fn the_typescript_sdk_client_gets_an_answer_before_its_own_timeout() {
         "answered after {ms} ms: {found}"
     );
     assert!(found["progress"].as_u64().unwrap() >= 1, "{found}");
+    // The heartbeat says what the call waits for: the cooling host, by name.
+    let host = cool.url("").trim_start_matches("http://").to_owned();
+    let said = found["messages"].to_string();
+    assert!(said.contains(&format!("{host} (its turn in")), "{said}");
     assert_eq!(found["progress_increases"], true, "{found}");
     assert!(
         found["slow_retry_after_ms"].as_u64().unwrap() >= 1_000,
