@@ -61,7 +61,7 @@ pub fn holding_back(ctx: &Context, urls: &[Url]) -> Vec<(String, Duration)> {
             (!wait.is_zero()).then(|| (k.as_str().to_owned(), wait))
         })
         .collect();
-    out.sort_by(|a, b| b.1.cmp(&a.1));
+    out.sort_by_key(|(_, wait)| std::cmp::Reverse(*wait));
     out
 }
 
