@@ -13,6 +13,11 @@ use unicode_normalization::char::is_combining_mark;
 
 use crate::error::{Error, Result};
 
+/// The longest query read, in characters, and the most terms it may hold: every item's
+/// title, summary and content are matched against each term.
+const MAX_QUERY_CHARS: usize = 1024;
+const MAX_TERMS: usize = 32;
+
 /// A parsed query.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Query {
@@ -75,6 +80,12 @@ impl Query {
                 at + 1
             ))
         };
+        if text.chars().count() > MAX_QUERY_CHARS {
+            return Err(Error::usage(format!(
+                "query {:?} is longer than {MAX_QUERY_CHARS} characters",
+                crate::error::echo(text)
+            )));
+        }
         let chars: Vec<char> = text.chars().collect();
         let (mut required, mut excluded) = (Vec::new(), Vec::new());
         let mut i = 0;
@@ -117,6 +128,13 @@ impl Query {
             } else {
                 required.push(w);
             }
+        }
+        if required.len() + excluded.len() > MAX_TERMS {
+            return Err(Error::usage(format!(
+                "query {:?} has {} terms; at most {MAX_TERMS} are matched",
+                crate::error::echo(text),
+                required.len() + excluded.len()
+            )));
         }
         if required.is_empty() && excluded.is_empty() {
             return Err(Error::usage(
@@ -170,6 +188,33 @@ mod tests {
     fn cjk_text_matches_without_spaces() {
         assert!(Query::parse("東京").unwrap().matches(&["東京都の天気"]));
         assert!(!Query::parse("東京").unwrap().matches(&["京都の天気"]));
+    }
+
+    #[test]
+    fn a_huge_query_is_refused_briefly() {
+        let long = "word ".repeat(300);
+        let e = Query::parse(&long).unwrap_err();
+        assert_eq!(e.code().as_str(), "USAGE_ERROR");
+        assert!(e.to_string().len() < 600, "{}", e.to_string().len());
+        let many = (0..40)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            Query::parse(&many)
+                .unwrap_err()
+                .to_string()
+                .contains("40 terms")
+        );
+        assert!(
+            Query::parse(
+                &(0..32)
+                    .map(|i| format!("w{i}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+            .is_ok()
+        );
     }
 
     #[test]
