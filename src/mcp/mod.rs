@@ -51,23 +51,6 @@ impl Server {
         tokio::time::Instant::now() + t.saturating_sub(ANSWER_MARGIN.min(t / 4))
     }
 
-    /// Runs a one-request operation on `url` until `deadline`; past it, `RATE_LIMITED` with
-    /// the host's wait.
-    async fn within<T>(
-        &self,
-        deadline: tokio::time::Instant,
-        url: &str,
-        work: impl std::future::Future<Output = Result<T>>,
-    ) -> Result<T> {
-        match tokio::time::timeout_at(deadline, work).await {
-            Ok(r) => r,
-            Err(_) => Err(match url::Url::parse(url.trim()) {
-                Ok(u) => ops::cut_off(&self.ctx, &u),
-                Err(_) => Error::internal("a call outlived its deadline"),
-            }),
-        }
-    }
-
     /// A server over this shared context.
     pub fn new(ctx: Context) -> Server {
         Server {
@@ -384,9 +367,13 @@ impl Server {
     async fn discover_feeds(&self, args: Value) -> Result<CallToolResult> {
         let a: DiscoverArgs = parse_args(args)?;
         let deadline = self.call_deadline(a.timeout_seconds);
-        let out = self
-            .within(deadline, &a.site_url, ops::discover(&self.ctx, &a.site_url))
-            .await?;
+        let out = ops::url_within(
+            &self.ctx,
+            deadline,
+            &a.site_url,
+            ops::discover(&self.ctx, &a.site_url),
+        )
+        .await?;
         let summary = if out.is_feed {
             format!("{} is itself a feed.", a.site_url)
         } else {
@@ -413,13 +400,13 @@ impl Server {
         ))
         .unwrap_or(usize::MAX);
         let deadline = self.call_deadline(a.timeout_seconds);
-        let mut out = self
-            .within(
-                deadline,
-                &a.feed_url,
-                ops::show_item(&self.ctx, &a.feed_url, &a.id, opts),
-            )
-            .await?;
+        let mut out = ops::url_within(
+            &self.ctx,
+            deadline,
+            &a.feed_url,
+            ops::show_item(&self.ctx, &a.feed_url, &a.id, opts),
+        )
+        .await?;
         if a.article.unwrap_or(false) {
             let article_opts = FetchRequest {
                 deadline: Some(deadline),

@@ -184,18 +184,13 @@ pub(crate) async fn read_cut(
     opts: &ArticleOptions,
     deadline: Instant,
 ) -> PageOutcome {
-    let url = input.feed_url.clone();
-    let page = match &input.source {
-        Source::Http(u) => Some(u.clone()),
-        _ => None,
-    };
-    super::deadline::within(opts.deadline, read_one(ctx, input, opts, deadline), || {
-        let err = match &page {
-            Some(u) => super::deadline::cut_off(ctx, u),
-            None => Error::internal("a local read outlived the call's deadline"),
-        };
-        PageOutcome::failed(&url, &err, opts)
-    })
+    super::deadline::input_within(
+        ctx,
+        opts.deadline,
+        input,
+        |input| read_one(ctx, input, opts, deadline),
+        |url, err| PageOutcome::failed(url, err, opts),
+    )
     .await
 }
 

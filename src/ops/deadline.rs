@@ -10,6 +10,7 @@ use url::Url;
 
 use super::Context;
 use crate::error::Error;
+use crate::inputs::{Input, Source};
 
 /// The least wait a cut-off fetch is told to leave before asking again.
 const LEAST_RETRY: Duration = Duration::from_secs(1);
@@ -63,6 +64,45 @@ pub fn holding_back(ctx: &Context, urls: &[Url]) -> Vec<(String, Duration)> {
         .collect();
     out.sort_by_key(|(_, wait)| std::cmp::Reverse(*wait));
     out
+}
+
+/// Runs `work` on `input` until `call`; past it, `failed(input, error)` answers for it,
+/// the error being [`cut_off`]'s for a web address.
+pub(crate) async fn input_within<T, F: Future<Output = T>>(
+    ctx: &Context,
+    call: Option<Instant>,
+    input: Input,
+    work: impl FnOnce(Input) -> F,
+    failed: impl FnOnce(&str, &Error) -> T,
+) -> T {
+    let name = input.feed_url.clone();
+    let url = match &input.source {
+        Source::Http(u) => Some(u.clone()),
+        _ => None,
+    };
+    within(call, work(input), || {
+        failed(&name, &cut_error(ctx, url.as_ref()))
+    })
+    .await
+}
+
+/// Runs a one-request operation on `url` (as given) until `call`; past it, [`cut_off`]'s
+/// error.
+pub async fn url_within<T>(
+    ctx: &Context,
+    call: Instant,
+    url: &str,
+    work: impl Future<Output = crate::error::Result<T>>,
+) -> crate::error::Result<T> {
+    let parsed = Url::parse(url.trim()).ok();
+    within(Some(call), work, || Err(cut_error(ctx, parsed.as_ref()))).await
+}
+
+fn cut_error(ctx: &Context, url: Option<&Url>) -> Error {
+    match url {
+        Some(u) => cut_off(ctx, u),
+        None => Error::internal("a local read outlived the call's deadline"),
+    }
 }
 
 /// What a fetch of `url` cut off by the call's deadline answers: `RATE_LIMITED`, with the

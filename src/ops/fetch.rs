@@ -100,9 +100,13 @@ pub async fn fetch_feeds(
             |(index, input)| {
                 let tx = &tx;
                 async move {
-                    let o = cut_at(ctx, opts.deadline, input, |input| {
-                        fetch_one(ctx, input, opts, deadline)
-                    })
+                    let o = super::deadline::input_within(
+                        ctx,
+                        opts.deadline,
+                        input,
+                        |input| fetch_one(ctx, input, opts, deadline),
+                        FeedOutcome::failed,
+                    )
                     .await;
                     if opts.articles.is_some() {
                         let doomed = match opts.dedupe {
@@ -201,29 +205,6 @@ fn assemble(
         out.feeds.push(o.feed);
     }
     out
-}
-
-/// [`fetch_one`] within the call's deadline: past it, the feed is `RATE_LIMITED` with its
-/// host's wait.
-async fn cut_at<'a, F: std::future::Future<Output = FeedOutcome> + 'a>(
-    ctx: &Context,
-    call: Option<Instant>,
-    input: Input,
-    work: impl FnOnce(Input) -> F,
-) -> FeedOutcome {
-    let feed_url = input.feed_url.clone();
-    let url = match &input.source {
-        Source::Http(u) => Some(u.clone()),
-        _ => None,
-    };
-    super::deadline::within(call, work(input), || {
-        let err = match &url {
-            Some(u) => super::deadline::cut_off(ctx, u),
-            None => crate::error::Error::internal("a local read outlived the call's deadline"),
-        };
-        FeedOutcome::failed(&feed_url, &err)
-    })
-    .await
 }
 
 async fn fetch_one(

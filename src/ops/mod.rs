@@ -25,7 +25,7 @@ use crate::model::{CacheListOutput, SCHEMA_VERSION, Warning};
 use crate::payload::Payload;
 
 pub use article::{ArticleOptions, fetch_articles, read_item_article};
-pub use deadline::{cut_off, holding_back, web_urls};
+pub use deadline::{cut_off, holding_back, url_within, web_urls};
 pub use dedupe::Dedupe;
 pub use discover::discover;
 pub use fetch::fetch_feeds;
