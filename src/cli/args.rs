@@ -273,26 +273,13 @@ pub(super) enum CacheAction {
     },
 }
 
-/// `--cache-policy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(super) enum CachePolicy {
-    /// Serve a copy the server's own freshness still covers with no request, else ask.
-    Fresh,
-    /// Always ask the origin (a conditional GET).
-    Revalidate,
-    /// Ask the origin now, whatever the copy's freshness.
-    Refresh,
-    /// Neither read nor write the cache.
-    NoCache,
-}
-
 /// How the cache is used (`rss fetch`, `rss article`).
 #[derive(Debug, Args)]
 pub(super) struct CacheArgs {
     /// fresh (default: a copy the server's max-age or Expires still covers is served with no
-    /// request), revalidate (always ask), refresh (ask now) or no-cache.
+    /// request), revalidate (always ask), refresh (ask now), stale-if-error or no-cache.
     #[arg(long, value_enum, default_value = "fresh")]
-    pub(super) cache_policy: CachePolicy,
+    pub(super) cache_policy: crate::ops::CachePolicy,
     /// Serve cached copies younger than DUR with no request.
     #[arg(long, value_name = "DUR")]
     pub(super) max_age: Option<String>,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use tracing_indicatif::span_ext::IndicatifSpanExt;
 
-use super::args::{ArticleArgs, CacheArgs, CachePolicy, FetchArgs};
+use super::args::{ArticleArgs, CacheArgs, FetchArgs};
 use super::emit_code;
 use crate::config::{Config, parse_duration};
 use crate::error::{Error, Result, exit};
@@ -32,6 +32,19 @@ fn max_age(cache: &CacheArgs) -> Result<Option<std::time::Duration>> {
         .transpose()
 }
 
+/// The cache flags of `rss fetch` and `rss article` as a request (`--cache-policy` added to
+/// `--no-cache`, `--refresh`, `--stale-if-error` and `--max-age`).
+fn cache_request(cache: &CacheArgs) -> Result<FetchRequest> {
+    Ok(FetchRequest {
+        no_cache: cache.no_cache,
+        refresh: cache.refresh,
+        stale_if_error: cache.stale_if_error,
+        max_age: max_age(cache)?,
+        ..FetchRequest::default()
+    }
+    .with_policy(cache.cache_policy))
+}
+
 /// Validated fetch parameters, built from the arguments before any I/O.
 fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
     if args.ndjson_records && args.format != Format::Ndjson {
@@ -49,14 +62,9 @@ fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
         dedupe: args.dedupe,
         content: args.content,
         max_content_chars: args.max_content_chars,
-        no_cache: args.cache.no_cache || args.cache.cache_policy == CachePolicy::NoCache,
-        refresh: args.cache.refresh || args.cache.cache_policy == CachePolicy::Refresh,
-        revalidate: args.cache.cache_policy == CachePolicy::Revalidate,
-        max_age: max_age(&args.cache)?,
-        stale_if_error: args.cache.stale_if_error,
         articles: args.articles,
         respect_robots: args.respect_robots,
-        deadline: None,
+        ..cache_request(&args.cache)?
     }
     .options()
 }
@@ -66,13 +74,8 @@ fn article_options(args: &ArticleArgs) -> Result<ArticleOptions> {
     FetchRequest {
         content: args.content,
         max_content_chars: args.max_content_chars,
-        no_cache: args.cache.no_cache || args.cache.cache_policy == CachePolicy::NoCache,
-        refresh: args.cache.refresh || args.cache.cache_policy == CachePolicy::Refresh,
-        revalidate: args.cache.cache_policy == CachePolicy::Revalidate,
-        max_age: max_age(&args.cache)?,
-        stale_if_error: args.cache.stale_if_error,
         respect_robots: args.respect_robots,
-        ..FetchRequest::default()
+        ..cache_request(&args.cache)?
     }
     .article_options()
 }

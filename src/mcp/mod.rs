@@ -25,10 +25,7 @@ use crate::ops::{
     self, ArticleOptions, CacheMode, Context, FetchOptions, FetchRequest, ShowOptions,
 };
 use crate::output::SchemaKind;
-use tools::{
-    CachePolicyArg, DiscoverArgs, FetchArticleArgs, FetchFeedArgs, GetItemArgs, GetSchemaArgs,
-    ToolName,
-};
+use tools::{DiscoverArgs, FetchArticleArgs, FetchFeedArgs, GetItemArgs, GetSchemaArgs, ToolName};
 
 /// The MCP server state shared by all calls.
 #[derive(Clone)]
@@ -211,7 +208,6 @@ impl Server {
         let a: FetchFeedArgs = parse_args(args)?;
         let single = a.url.is_some();
         let urls = url_or_urls(a.url, a.urls, tools::MAX_URLS, "feed")?;
-        let policy = a.cache_policy.unwrap_or_default();
         let deadline = self.call_deadline(a.timeout_seconds);
         let request = FetchRequest {
             deadline: Some(deadline),
@@ -221,15 +217,13 @@ impl Server {
             dedupe: a.dedupe.unwrap_or_default(),
             content: a.content_format.unwrap_or_default(),
             max_content_chars: to_usize(a.max_content_chars),
-            no_cache: policy == CachePolicyArg::NoCache,
-            refresh: policy == CachePolicyArg::Refresh,
-            revalidate: policy == CachePolicyArg::Revalidate,
             max_age: a.max_age_seconds.map(std::time::Duration::from_secs),
-            stale_if_error: policy == CachePolicyArg::StaleIfError,
             articles: a.articles.unwrap_or(false),
             // Pages read for a model honour robots.txt.
             respect_robots: true,
-        };
+            ..FetchRequest::default()
+        }
+        .with_policy(a.cache_policy.unwrap_or_default());
         let mut opts = request.options()?;
         let fingerprint = ops::pages::fingerprint(&urls, &request);
         let start = match &a.cursor {
@@ -299,20 +293,16 @@ impl Server {
         let a: FetchArticleArgs = parse_args(args)?;
         let single = a.url.is_some();
         let urls = url_or_urls(a.url, a.urls, tools::MAX_ARTICLE_URLS, "page")?;
-        let policy = a.cache_policy.unwrap_or_default();
         let offset = to_usize(a.offset).unwrap_or(0);
         let mut opts = FetchRequest {
             deadline: Some(self.call_deadline(a.timeout_seconds)),
             content: a.content_format.unwrap_or_default(),
             max_content_chars: to_usize(a.max_content_chars),
-            no_cache: policy == CachePolicyArg::NoCache,
-            refresh: policy == CachePolicyArg::Refresh,
-            revalidate: policy == CachePolicyArg::Revalidate,
             max_age: a.max_age_seconds.map(std::time::Duration::from_secs),
-            stale_if_error: policy == CachePolicyArg::StaleIfError,
             respect_robots: true,
             ..FetchRequest::default()
         }
+        .with_policy(a.cache_policy.unwrap_or_default())
         .article_options()?;
         if offset > 0 && opts.cache != CacheMode::Off {
             // The rest of an article comes from the copy its first part came from.

@@ -46,24 +46,6 @@ fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
     }
 }
 
-/// How the local cache is used.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, Default, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum CachePolicyArg {
-    /// Serve a copy the server's own freshness (max-age, Expires) still covers with no
-    /// request; otherwise ask (default).
-    #[default]
-    Fresh,
-    /// Always ask the origin (a conditional GET).
-    Revalidate,
-    /// Ask the origin now, whatever the copy's freshness.
-    Refresh,
-    /// Like fresh, but when the origin fails serve the cached copy as `stale`.
-    StaleIfError,
-    /// Neither read nor write the cache.
-    NoCache,
-}
-
 /// Arguments of `fetch_feed`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct FetchFeedArgs {
@@ -109,7 +91,7 @@ pub struct FetchFeedArgs {
     pub cursor: Option<String>,
     /// fresh (default), revalidate, refresh, stale-if-error or no-cache.
     #[serde(default)]
-    pub cache_policy: Option<CachePolicyArg>,
+    pub cache_policy: Option<crate::ops::CachePolicy>,
     /// Serve a cached copy younger than this many seconds without any request.
     #[serde(default, deserialize_with = "lenient_u64")]
     #[schemars(with = "Option<u64>")]
@@ -154,7 +136,7 @@ pub struct FetchArticleArgs {
     pub offset: Option<u64>,
     /// fresh (default), revalidate, refresh, stale-if-error or no-cache.
     #[serde(default)]
-    pub cache_policy: Option<CachePolicyArg>,
+    pub cache_policy: Option<crate::ops::CachePolicy>,
     /// Serve a cached copy younger than this many seconds without any request.
     #[serde(default, deserialize_with = "lenient_u64")]
     #[schemars(with = "Option<u64>")]

@@ -30,7 +30,7 @@ pub use dedupe::Dedupe;
 pub use discover::discover;
 pub use fetch::fetch_feeds;
 pub use hosts::{hosts_clear, hosts_list};
-pub use request::FetchRequest;
+pub use request::{CachePolicy, FetchRequest};
 pub use show::{ShowOptions, show_item};
 
 /// What one process shares between all operations: one HTTP client (so one gate and one

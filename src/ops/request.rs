@@ -7,6 +7,34 @@ use super::{ArticleOptions, CacheMode, FetchOptions};
 use crate::error::{Error, Result};
 use crate::feed::{ContentFormat, Query, RenderOptions, Selection, parse_since};
 
+/// How the cache is used, as both front ends name it (`--cache-policy`, MCP `cache_policy`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Deserialize,
+    schemars::JsonSchema,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum CachePolicy {
+    /// Serve a copy the server's own freshness (max-age, Expires) still covers with no
+    /// request; otherwise ask (default).
+    #[default]
+    Fresh,
+    /// Always ask the origin (a conditional GET).
+    Revalidate,
+    /// Ask the origin now, whatever the copy's freshness.
+    Refresh,
+    /// Like fresh, but when the origin fails serve the cached copy as `stale`.
+    StaleIfError,
+    /// Neither read nor write the cache.
+    NoCache,
+}
+
 /// A fetch as asked for: flags of `rss fetch`, or the arguments of `fetch_feed`.
 #[derive(Debug, Clone, Default)]
 pub struct FetchRequest {
@@ -42,6 +70,18 @@ pub struct FetchRequest {
 }
 
 impl FetchRequest {
+    /// This request with `policy` added to whatever cache flags it already has.
+    pub fn with_policy(mut self, policy: CachePolicy) -> FetchRequest {
+        match policy {
+            CachePolicy::Fresh => {}
+            CachePolicy::Revalidate => self.revalidate = true,
+            CachePolicy::Refresh => self.refresh = true,
+            CachePolicy::StaleIfError => self.stale_if_error = true,
+            CachePolicy::NoCache => self.no_cache = true,
+        }
+        self
+    }
+
     /// The options of `ops::fetch_articles` (the same cache and rendering flags).
     pub fn article_options(&self) -> Result<ArticleOptions> {
         let o = self.options()?;
@@ -102,6 +142,26 @@ impl FetchRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_policy_adds_to_the_flags_given() {
+        let o = |r: FetchRequest| r.options().unwrap();
+        assert!(matches!(
+            o(FetchRequest::default().with_policy(CachePolicy::Revalidate)).cache,
+            CacheMode::Revalidate
+        ));
+        assert!(o(FetchRequest::default().with_policy(CachePolicy::StaleIfError)).stale_if_error);
+        let refresh = FetchRequest {
+            refresh: true,
+            ..FetchRequest::default()
+        };
+        assert!(matches!(
+            o(refresh.with_policy(CachePolicy::Fresh)).cache,
+            CacheMode::Refresh
+        ));
+        let off = FetchRequest::default().with_policy(CachePolicy::NoCache);
+        assert!(matches!(o(off).cache, CacheMode::Off));
+    }
 
     #[test]
     fn the_cache_mode_follows_the_strongest_request() {
