@@ -34,9 +34,9 @@ if (JSON.stringify(found.tools) !== JSON.stringify(want)) {
 const ok = await client.callTool({ name: "fetch_feed", arguments: { url: process.env.FEED_URL } });
 found.feed_status = ok.structuredContent?.feeds?.[0]?.status;
 
-// A host that refuses with Retry-After: 8 and then takes 4 s to answer. The server waits
-// the 8 s out (they fit the call) and asks again, and that answer would come after the
-// call's --call-timeout. The client gives up after CLIENT_TIMEOUT_MS without progress; the
+// A host that refuses with Retry-After: 8 and then never answers. The server waits the
+// 8 s out (they fit the call) and asks again, and no answer comes before the call's
+// --call-timeout. The client gives up after CLIENT_TIMEOUT_MS without progress; the
 // server's heartbeats reset that clock, and the server answers by its own deadline, with
 // the wait, instead of the client's opaque "Request timed out".
 const progress = [];

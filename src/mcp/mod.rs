@@ -21,9 +21,7 @@ use crate::error::{Error, Result};
 use crate::feed::{RenderOptions, estimate_tokens};
 use crate::inputs;
 use crate::model::{ArticleOutput, FeedStatus, FetchOutput};
-use crate::ops::{
-    self, ArticleOptions, CacheMode, Context, FetchOptions, FetchRequest, ShowOptions,
-};
+use crate::ops::{self, CacheMode, Context, FetchRequest, ShowOptions};
 use crate::output::SchemaKind;
 use tools::{DiscoverArgs, FetchArticleArgs, FetchFeedArgs, GetItemArgs, GetSchemaArgs, ToolName};
 
@@ -236,9 +234,10 @@ impl Server {
         };
         let since = opts.selection.since;
         let budget = budget_of(a.max_response_tokens);
-        let out = self
-            .fetch_with_progress(inputs::merge(urls), &opts, context)
-            .await;
+        let inputs = inputs::merge(urls);
+        let (tracker, on_progress) = progress::track(&inputs);
+        let fetch = ops::fetch_feeds(&self.ctx, inputs, &opts, &on_progress);
+        let out = tracker.report(fetch, &self.ctx, context, "feeds").await;
         if single
             && let Some(feed) = out.feeds.first()
             && feed.status == FeedStatus::Error
@@ -270,21 +269,6 @@ impl Server {
         Ok(success(summary, value))
     }
 
-    /// Runs a fetch, sending progress notifications when the client asked for them.
-    async fn fetch_with_progress(
-        &self,
-        inputs: Vec<inputs::Input>,
-        opts: &FetchOptions,
-        context: &RequestContext<RoleServer>,
-    ) -> FetchOutput {
-        let total = inputs.len();
-        let hosts = ops::web_urls(&inputs);
-        let waiting = || progress::describe(&ops::holding_back(&self.ctx, &hosts));
-        let (on_progress, rx) = progress::channel();
-        let fetch = ops::fetch_feeds(&self.ctx, inputs, opts, &on_progress);
-        progress::report(fetch, rx, total, context, "feeds", waiting).await
-    }
-
     async fn fetch_article(
         &self,
         args: Value,
@@ -309,9 +293,10 @@ impl Server {
             opts.cache = CacheMode::MaxAge(std::time::Duration::MAX);
         }
         let budget = budget_of(a.max_response_tokens);
-        let mut out = self
-            .articles_with_progress(inputs::merge(urls), &opts, context)
-            .await;
+        let inputs = inputs::merge(urls);
+        let (tracker, on_progress) = progress::track(&inputs);
+        let read = ops::fetch_articles(&self.ctx, inputs, &opts, &on_progress);
+        let mut out = tracker.report(read, &self.ctx, context, "pages").await;
         if single
             && let Some(first) = out.articles.first()
             && first.status == FeedStatus::Error
@@ -337,21 +322,6 @@ impl Server {
         let value =
             serde_json::to_value(&out).map_err(|e| Error::internal_from("serializing", e))?;
         Ok(success(article_summary(&out), value))
-    }
-
-    /// Reads pages, sending progress notifications when the client asked for them.
-    async fn articles_with_progress(
-        &self,
-        inputs: Vec<inputs::Input>,
-        opts: &ArticleOptions,
-        context: &RequestContext<RoleServer>,
-    ) -> ArticleOutput {
-        let total = inputs.len();
-        let hosts = ops::web_urls(&inputs);
-        let waiting = || progress::describe(&ops::holding_back(&self.ctx, &hosts));
-        let (on_progress, rx) = progress::channel();
-        let read = ops::fetch_articles(&self.ctx, inputs, opts, &on_progress);
-        progress::report(read, rx, total, context, "pages", waiting).await
     }
 
     async fn discover_feeds(&self, args: Value) -> Result<CallToolResult> {

@@ -11,12 +11,15 @@ use rmcp::model::ProgressNotificationParam;
 use rmcp::service::RequestContext;
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::inputs::Input;
+use crate::ops::{self, Context};
+
 /// The longest a call goes without a progress notification.
 pub const HEARTBEAT: Duration = Duration::from_secs(5);
 
 /// What a call still waits for, in words: the hosts the gate holds back (with how long),
 /// else the answers of the requests under way.
-pub fn describe(held: &[(String, Duration)]) -> String {
+fn describe(held: &[(String, Duration)]) -> String {
     if held.is_empty() {
         return "the answers of the requests under way".to_owned();
     }
@@ -34,23 +37,46 @@ pub fn describe(held: &[(String, Duration)]) -> String {
     format!("{}{tail}", named.join(", "))
 }
 
-/// A channel the operation reports `(done, total)` on, and its receiving end.
-pub fn channel() -> (
-    impl Fn(usize, usize) + Sync + Send,
-    UnboundedReceiver<(usize, usize)>,
-) {
+/// What a call's progress is told from: the `(done, total)` its operation reports, and
+/// the web addresses it waits on.
+pub struct Tracker {
+    rx: UnboundedReceiver<(usize, usize)>,
+    total: usize,
+    urls: Vec<url::Url>,
+}
+
+/// A tracker for a call over `inputs`, and the callback its operation reports on.
+pub fn track(inputs: &[Input]) -> (Tracker, impl Fn(usize, usize) + Sync + Send + use<>) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize)>();
-    (
-        move |done: usize, total: usize| {
-            let _ = tx.send((done, total));
-        },
+    let tracker = Tracker {
         rx,
-    )
+        total: inputs.len(),
+        urls: ops::web_urls(inputs),
+    };
+    (tracker, move |done: usize, total: usize| {
+        let _ = tx.send((done, total));
+    })
+}
+
+impl Tracker {
+    /// Runs `work` (the operation reporting to this tracker), telling the client of its
+    /// progress; `noun` names what is counted ("feeds").
+    pub async fn report<T>(
+        self,
+        work: impl Future<Output = T>,
+        ctx: &Context,
+        context: &RequestContext<RoleServer>,
+        noun: &str,
+    ) -> T {
+        let urls = self.urls;
+        let waiting = || describe(&ops::holding_back(ctx, &urls));
+        report(work, self.rx, self.total, context, noun, waiting).await
+    }
 }
 
 /// Runs `work`, telling the client (when it asked) of every `(done, total)` that `rx`
 /// brings, and of the wait between them. `noun` names what is counted ("feeds").
-pub async fn report<T>(
+async fn report<T>(
     work: impl Future<Output = T>,
     mut rx: UnboundedReceiver<(usize, usize)>,
     total: usize,
