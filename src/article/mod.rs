@@ -9,6 +9,7 @@
 
 mod extract;
 mod meta;
+pub(crate) use meta::PageMeta;
 pub(crate) mod robots;
 
 use sha2::{Digest, Sha256};
@@ -21,25 +22,12 @@ use crate::payload::Payload;
 /// Fewer words than this on a page Readability does not find readable is no article.
 const MIN_WORDS: usize = 100;
 
-/// A page read as an article.
+/// A page read as an article: what the page says about itself (merged with what the
+/// extractor found), and the article.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Article {
-    /// The title, plain text.
-    pub title: Option<String>,
-    /// Author names.
-    pub authors: Vec<String>,
-    /// Publication time (UTC RFC 3339), when it parses.
-    pub published: Option<String>,
-    /// The site's name.
-    pub site_name: Option<String>,
-    /// The page's language.
-    pub language: Option<String>,
-    /// The canonical URL, absolute.
-    pub canonical_url: Option<String>,
-    /// A short description, plain text.
-    pub excerpt: Option<String>,
-    /// The lead image, absolute.
-    pub lead_image: Option<String>,
+    /// Title, authors, date, site, language, canonical URL, excerpt and lead image, final.
+    pub meta: PageMeta,
     /// The article rendered as asked (`None` for `ContentFormat::None`).
     pub content: Option<String>,
     /// 16 hex of sha256 of the extracted article HTML.
@@ -253,14 +241,17 @@ pub(crate) fn read(
         meta.authors
     };
     Ok(Article {
-        title: plain(meta.title.or(x.title)),
-        authors,
-        published,
-        site_name: plain(meta.site_name.or(x.site_name)),
-        language: meta.language.or(x.lang),
-        canonical_url: meta.canonical_url,
-        excerpt: plain(meta.excerpt.or(x.excerpt)),
-        lead_image: meta.lead_image.or_else(|| absolute(x.image)),
+        meta: PageMeta {
+            title: plain(meta.title.or(x.title)),
+            authors,
+            published,
+            site_name: plain(meta.site_name.or(x.site_name)),
+            language: meta.language.or(x.lang),
+            canonical_url: meta.canonical_url,
+            excerpt: plain(meta.excerpt.or(x.excerpt)),
+            lead_image: meta.lead_image.or_else(|| absolute(x.image)),
+            base: Some(base),
+        },
         content,
         content_hash: hex::encode(&Sha256::digest(x.html.as_bytes())[..8]),
         word_count,

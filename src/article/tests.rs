@@ -37,23 +37,23 @@ fn an_article_comes_with_its_metadata_in_the_stated_order() {
     .unwrap();
     // og:title wins over JSON-LD's headline and <title>.
     assert_eq!(
-        a.title.as_deref(),
+        a.meta.title.as_deref(),
         Some("The lighthouse keepers of Skerry Point")
     );
-    assert_eq!(a.authors, ["Maren Holt"]);
+    assert_eq!(a.meta.authors, ["Maren Holt"]);
     // article:published_time wins over JSON-LD's datePublished; in UTC.
-    assert_eq!(a.published.as_deref(), Some("2026-11-28T08:30:00Z"));
-    assert_eq!(a.site_name.as_deref(), Some("Coastal Notes"));
-    assert_eq!(a.language.as_deref(), Some("en"));
+    assert_eq!(a.meta.published.as_deref(), Some("2026-11-28T08:30:00Z"));
+    assert_eq!(a.meta.site_name.as_deref(), Some("Coastal Notes"));
+    assert_eq!(a.meta.language.as_deref(), Some("en"));
     assert_eq!(
-        a.canonical_url.as_deref(),
+        a.meta.canonical_url.as_deref(),
         Some("https://coastal.example/stories/skerry-point")
     );
     assert_eq!(
-        a.lead_image.as_deref(),
+        a.meta.lead_image.as_deref(),
         Some("https://coastal.example/images/skerry-light.jpg")
     );
-    assert!(a.excerpt.unwrap().starts_with("Three generations"));
+    assert!(a.meta.excerpt.unwrap().starts_with("Three generations"));
     let md = a.content.unwrap();
     assert!(md.contains("For ninety-one years the light"), "{md}");
     assert!(md.contains("## After the keepers"), "{md}");
@@ -185,7 +185,7 @@ fn a_legacy_encoding_with_no_declared_charset_is_detected() {
         ContentFormat::Text,
     )
     .unwrap();
-    assert_eq!(a.title.as_deref(), Some("Маяк на мысе"));
+    assert_eq!(a.meta.title.as_deref(), Some("Маяк на мысе"));
     assert!(a.content.unwrap().contains("смотрителей"));
 }
 
