@@ -5,8 +5,8 @@ use url::Url;
 
 use super::RawFeed;
 use super::constructs::{
-    RSSISH, first_date, is_atomish, itunes_categories, person, person_name, plain, push_unique,
-    set_once, text_construct,
+    RSSISH, category, first_date, is_atomish, person, person_name, plain, push_unique, set_once,
+    text_construct,
 };
 use super::xml::{Element, Ns};
 use crate::model::WarningCode;
@@ -50,6 +50,9 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
     ) {
         let atomish = is_atomish(c, atom_mode);
         let rssish = RSSISH.contains(&c.ns) && !atomish;
+        if category(c, atomish, rssish, &mut feed.categories) {
+            continue;
+        }
         match (c.ns, c.name.to_ascii_lowercase().as_str()) {
             (_, "title") if (atomish || rssish) && feed.title.is_none() => {
                 feed.title = plain(text_construct(c, atomish, &mut skipped));
@@ -94,17 +97,6 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
                 push_unique(&mut feed.authors, person_name(&c.text()))
             }
             (Ns::Itunes, "author") => author_fallback = person_name(&c.text()),
-            (_, "category") if atomish => push_unique(
-                &mut feed.categories,
-                c.attr("term").or(c.attr("label")).and_then(non_empty),
-            ),
-            (_, "category") if rssish => {
-                push_unique(&mut feed.categories, non_empty(collapse_ws(&c.own_text())))
-            }
-            (Ns::Dc, "subject") | (Ns::Media, "category") => {
-                push_unique(&mut feed.categories, non_empty(collapse_ws(&c.own_text())))
-            }
-            (Ns::Itunes, "category") => itunes_categories(c, &mut feed.categories),
             (_, "ttl") if rssish => {
                 ttl_minutes = c.text().trim().parse::<u64>().ok().filter(|m| *m > 0)
             }

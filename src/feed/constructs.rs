@@ -17,6 +17,23 @@ pub(super) fn is_atomish(e: &Element, atom_mode: bool) -> bool {
     e.ns == Ns::Atom || (atom_mode && matches!(e.ns, Ns::None | Ns::Root))
 }
 
+/// Reads `c` into `out` when it is a category of a channel or an item (Atom's `term` or
+/// `label`, RSS's text, `dc:subject`, `media:category`, `itunes:category`); whether it was.
+pub(super) fn category(c: &Element, atomish: bool, rssish: bool, out: &mut Vec<String>) -> bool {
+    match (c.ns, c.name.to_ascii_lowercase().as_str()) {
+        (_, "category") if atomish => {
+            push_unique(out, c.attr("term").or(c.attr("label")).and_then(non_empty))
+        }
+        (_, "category") if rssish => push_unique(out, non_empty(collapse_ws(&c.own_text()))),
+        (Ns::Dc, "subject") | (Ns::Media, "category") => {
+            push_unique(out, non_empty(collapse_ws(&c.own_text())))
+        }
+        (Ns::Itunes, "category") => itunes_categories(c, out),
+        _ => return false,
+    }
+    true
+}
+
 /// The categories an `itunes:category` carries in its `text` attribute, its nested ones
 /// included (`Technology` › `Software How-To`).
 pub(super) fn itunes_categories(e: &Element, out: &mut Vec<String>) {

@@ -5,8 +5,8 @@ use url::Url;
 
 use super::channel::{channel_meta, site_link};
 use super::constructs::{
-    Dates, RSSISH, enclosure, first_date, is_atomish, itunes_categories, person, person_name,
-    plain, push_enclosure, push_unique, set_once, text_construct,
+    Dates, RSSISH, category, enclosure, first_date, is_atomish, person, person_name, plain,
+    push_enclosure, push_unique, set_once, text_construct,
 };
 use super::xml::{self, Element, Node, Ns};
 use super::{Body, MAX_ITEMS, RawFeed, RawItem, items_capped_message};
@@ -221,6 +221,9 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
     for c in el.elements() {
         let atomish = is_atomish(c, atom_mode);
         let rssish = RSSISH.contains(&c.ns) && !atomish;
+        if category(c, atomish, rssish, &mut it.categories) {
+            continue;
+        }
         let name = c.name.to_ascii_lowercase();
         match (c.ns, name.as_str()) {
             (_, "title") if (atomish || rssish) && title.is_none() => {
@@ -324,19 +327,6 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
             (Ns::Xhtml, "body") | (Ns::Xhtml, "div") if it.content.is_none() => {
                 it.content = Some(Body::Html(c.inner_markup())).filter(|b| !b.is_blank());
             }
-            (_, "category") if atomish => {
-                push_unique(
-                    &mut it.categories,
-                    c.attr("term").or(c.attr("label")).and_then(non_empty),
-                );
-            }
-            (_, "category") if rssish => {
-                push_unique(&mut it.categories, non_empty(collapse_ws(&c.own_text())))
-            }
-            (Ns::Dc, "subject") | (Ns::Media, "category") => {
-                push_unique(&mut it.categories, non_empty(collapse_ws(&c.own_text())))
-            }
-            (Ns::Itunes, "category") => itunes_categories(c, &mut it.categories),
             (_, "enclosure") if rssish => push_enclosure(
                 &mut it.enclosures,
                 enclosure(
