@@ -72,15 +72,12 @@ pub fn write_text(out: &mut dyn Write, result: &FetchOutput, color: bool) -> io:
         }
         writeln!(out)?;
     }
-    for w in &result.warnings {
-        let whom = w.feed_url.as_deref().unwrap_or("run");
-        writeln!(
-            out,
-            "{} {whom}: {}",
-            p.yellow(&format!("warning {}", w.code)),
-            w.message
-        )?;
-    }
+    let warnings = result.warnings.iter();
+    write_warnings(
+        out,
+        &p,
+        warnings.map(|w| (w.feed_url.as_deref(), w.code, &*w.message)),
+    )?;
     let failed = result.errors.len();
     writeln!(
         out,
@@ -128,15 +125,12 @@ pub fn write_article_text(
         }
         writeln!(out)?;
     }
-    for w in &result.warnings {
-        let whom = w.url.as_deref().unwrap_or("run");
-        writeln!(
-            out,
-            "{} {whom}: {}",
-            p.yellow(&format!("warning {}", w.code)),
-            w.message
-        )?;
-    }
+    let warnings = result.warnings.iter();
+    write_warnings(
+        out,
+        &p,
+        warnings.map(|w| (w.url.as_deref(), w.code, &*w.message)),
+    )?;
     writeln!(
         out,
         "{} pages, {} failed, fetched {}",
@@ -144,6 +138,23 @@ pub fn write_article_text(
         result.errors.len(),
         result.fetched_at
     )
+}
+
+/// One line per warning: `warning CODE whom: message` (`run` for a run-level one).
+fn write_warnings<'a>(
+    out: &mut dyn Write,
+    p: &Paint,
+    warnings: impl Iterator<Item = (Option<&'a str>, crate::model::WarningCode, &'a str)>,
+) -> io::Result<()> {
+    for (whom, code, message) in warnings {
+        let whom = whom.unwrap_or("run");
+        writeln!(
+            out,
+            "{} {whom}: {message}",
+            p.yellow(&format!("warning {code}"))
+        )?;
+    }
+    Ok(())
 }
 
 /// One failure in plain words, with what to do about it.
