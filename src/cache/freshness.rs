@@ -74,15 +74,7 @@ pub fn read(headers: &HeaderMap, now: SystemTime) -> Freshness {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(*k, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
+    use crate::http::test_headers as headers;
 
     #[test]
     fn max_age_wins_and_age_is_taken_off() {

@@ -457,3 +457,13 @@ impl Client {
             .await;
     }
 }
+
+/// Response headers from `(name, value)` pairs, for the tests of the modules that read them.
+#[cfg(test)]
+pub(crate) fn test_headers(pairs: &[(&'static str, &str)]) -> reqwest::header::HeaderMap {
+    let mut h = reqwest::header::HeaderMap::new();
+    for (k, v) in pairs {
+        h.append(*k, reqwest::header::HeaderValue::from_str(v).unwrap());
+    }
+    h
+}

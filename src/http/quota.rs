@@ -136,15 +136,7 @@ pub fn read(headers: &HeaderMap, now: SystemTime) -> Option<Quota> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(*k, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
+    use crate::http::test_headers as headers;
 
     fn q(remaining: u64, secs: u64) -> Option<Quota> {
         Some(Quota {
