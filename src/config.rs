@@ -20,6 +20,15 @@ pub const DEFAULT_MAX_BODY_BYTES: u64 = 20 * 1024 * 1024;
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(50);
 /// The environment variable of `--call-timeout` (seconds).
 pub const ENV_CALL_TIMEOUT: &str = "RSS_CALL_TIMEOUT_SECS";
+/// The environment variable holding `rss mcp --http`'s bearer token.
+pub const ENV_MCP_TOKEN: &str = "RSS_MCP_TOKEN";
+
+/// The MCP server's bearer token from `RSS_MCP_TOKEN`, when set. Read apart from
+/// [`Config`] so the secret never sits in a value that is logged or printed.
+pub fn mcp_token_from_env() -> Option<String> {
+    std::env::var(ENV_MCP_TOKEN).ok()
+}
+
 /// The default cap on the cache's bytes on disk: 1 GiB.
 pub const DEFAULT_CACHE_MAX_BYTES: u64 = 1 << 30;
 /// Redirects followed before giving up.

@@ -290,10 +290,9 @@ fn http_options(addr: std::net::SocketAddr, args: &args::McpArgs) -> Result<Http
                 .map_err(|e| Error::io("cannot read the token file", path, e))?;
             Some(Token::new(&text)?)
         }
-        None => match std::env::var("RSS_MCP_TOKEN") {
-            Ok(t) => Some(Token::new(&t)?),
-            Err(_) => None,
-        },
+        None => crate::config::mcp_token_from_env()
+            .map(|t| Token::new(&t))
+            .transpose()?,
     };
     let session_idle = parse_duration(&args.session_idle)
         .filter(|d| !d.is_zero())

@@ -64,6 +64,27 @@ fn the_warning_list_names_every_warning_code_in_order() {
     assert_eq!(listed, code);
 }
 
+#[test]
+fn the_configuration_table_names_every_environment_variable() {
+    let text = readme();
+    let table = section(&text, "## Configuration");
+    let config =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/config.rs")).unwrap();
+    let named: BTreeSet<&str> = config
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| s.starts_with("RSS_") && !s.starts_with("RSS_TEST_"))
+        .collect();
+    assert!(named.len() >= 10, "{named:?}");
+    for var in named {
+        assert!(
+            table.contains(&format!("`{var}`")),
+            "{var} is not in the README's table"
+        );
+    }
+}
+
 /// The long flags `rss SUBCOMMAND --help` lists.
 fn flags_of(sub: &str) -> BTreeSet<String> {
     let out = rss_cmd().args([sub, "--help"]).output().unwrap();
