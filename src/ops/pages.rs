@@ -49,8 +49,16 @@ impl Default for CursorKey {
     fn default() -> Self {
         let mut key = [0u8; 32];
         if getrandom::fill(&mut key).is_err() {
-            // No system randomness: a key no one outside this process can know anyway.
-            let seed = format!("{:?}{}", SystemTime::now(), std::process::id());
+            // No system randomness (not seen on Linux): the clock, the process id and the
+            // standard hasher's own random seed, hashed. Weaker, but never a fixed key.
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+            );
+            let seed = format!("{}{}", h.finish(), std::process::id());
             key.copy_from_slice(&Sha256::digest(seed.as_bytes()));
         }
         CursorKey(key)
