@@ -132,7 +132,42 @@ fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
     (best, last.unwrap())
 }
 
+/// The renderer alone on one thread: every item's body as markdown, as the pipeline
+/// renders it (absolute links against the item's base). Returns the best wall time and the
+/// bytes of markdown written. `PARSE_BENCH_RENDER_ONLY=N` renders only N bodies, once (for
+/// instruction counts under valgrind), and skips the rest of the benchmark.
+fn render_alone() -> (Duration, usize, usize) {
+    let only: Option<usize> = std::env::var("PARSE_BENCH_RENDER_ONLY")
+        .ok()
+        .and_then(|n| n.parse().ok());
+    let bodies: Vec<String> = (0..only.unwrap_or(10_000)).map(article).collect();
+    let html_bytes = bodies.iter().map(String::len).sum();
+    let base = url::Url::parse("https://bench.example.com/posts/1").unwrap();
+    let (d, md) = best_of(if only.is_some() { 1 } else { 5 }, || {
+        bodies
+            .iter()
+            .map(|b| {
+                rss::internals::html_to_markdown(b, Some(&base))
+                    .expect("renders")
+                    .len()
+            })
+            .sum::<usize>()
+    });
+    (d, html_bytes, md)
+}
+
 fn main() {
+    let (render, html_bytes, md_bytes) = render_alone();
+    println!(
+        "markdown renderer alone, one thread: {:.0} ms for {:.1} MB of HTML ({:.0} MB/s), {:.1} MB of markdown",
+        render.as_secs_f64() * 1e3,
+        html_bytes as f64 / 1e6,
+        html_bytes as f64 / 1e6 / render.as_secs_f64(),
+        md_bytes as f64 / 1e6
+    );
+    if std::env::var_os("PARSE_BENCH_RENDER_ONLY").is_some() {
+        return;
+    }
     let body = feed(10_000);
     let mb = body.len() as f64 / 1e6;
     println!(

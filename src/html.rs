@@ -92,28 +92,27 @@ fn lower(name: &str) -> Cow<'_, str> {
 /// Finds the `>` that ends a tag starting at `from`, skipping quoted attribute values.
 fn tag_end(bytes: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
-    let mut quote = 0u8;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if quote != 0 {
-            if b == quote {
-                quote = 0;
-            }
-        } else if b == b'"' || b == b'\'' {
-            // Only a quote right after `=` (possibly spaced) opens a value.
-            let mut j = i;
-            while j > from && bytes[j - 1].is_ascii_whitespace() {
-                j -= 1;
-            }
-            if j > from && bytes[j - 1] == b'=' {
-                quote = b;
-            }
-        } else if b == b'>' {
-            return Some(i);
+    loop {
+        // Tags are short: a plain scan beats a vectorised search's setup.
+        let at = i + bytes[i..]
+            .iter()
+            .position(|&b| matches!(b, b'>' | b'"' | b'\''))?;
+        let b = bytes[at];
+        if b == b'>' {
+            return Some(at);
         }
-        i += 1;
+        // Only a quote right after `=` (possibly spaced) opens a value.
+        let mut j = at;
+        while j > from && bytes[j - 1].is_ascii_whitespace() {
+            j -= 1;
+        }
+        i = if j > from && bytes[j - 1] == b'=' {
+            // An unclosed value runs to the end: the tag is cut off.
+            at + 1 + memchr::memchr(b, &bytes[at + 1..])? + 1
+        } else {
+            at + 1
+        };
     }
-    None
 }
 
 impl<'a> Iterator for Tokenizer<'a> {
@@ -200,7 +199,12 @@ impl<'a> Iterator for Tokenizer<'a> {
 fn next_markup(bytes: &[u8], from: usize) -> Option<usize> {
     let mut scan = from;
     loop {
-        let lt = scan + bytes[scan..].iter().position(|&b| b == b'<')?;
+        // A token after a tag usually starts at the next tag: no search needed.
+        let lt = if bytes.get(scan) == Some(&b'<') {
+            scan
+        } else {
+            scan + memchr::memchr(b'<', &bytes[scan..])?
+        };
         let is_markup = match bytes.get(lt + 1).copied() {
             Some(b) if b.is_ascii_alphabetic() => true,
             Some(b'/') => bytes.get(lt + 2).is_some_and(|b| b.is_ascii_alphabetic()),

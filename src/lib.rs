@@ -78,6 +78,12 @@ pub mod internals {
     }
     pub use crate::http::parse_retry_after;
 
+    /// An HTML body rendered as markdown against `base` (the parse benchmark's renderer
+    /// column), or why it could not be.
+    pub fn html_to_markdown(html: &str, base: Option<&url::Url>) -> Result<String, String> {
+        crate::feed::render::to_markdown(html, base).map_err(|e| e.0.to_owned())
+    }
+
     /// Parses a feed body and counts its items, rendering nothing (the parse benchmark's
     /// profile: how much of the pipeline parsing alone takes).
     pub fn parse_only(body: Vec<u8>, content_type: Option<&str>) -> Result<usize, String> {

@@ -25,7 +25,7 @@ pub(super) fn escape_word(word: &str, line_start: bool, in_cell: bool, out: &mut
             rest = &word[1..];
         }
     }
-    if !rest.contains(['\\', '*', '_', '`', '[', ']', '<', '&', '~', '|']) {
+    if !may_need_escaping(rest) {
         out.push_str(rest);
         return;
     }
@@ -52,6 +52,24 @@ pub(super) fn escape_word(word: &str, line_start: bool, in_cell: bool, out: &mut
     }
 }
 
+/// The bytes `escape_word` may have to escape (all ASCII, so a byte scan finds them).
+const MAY_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let specials = b"\\*_`[]<&~|";
+    let mut i = 0;
+    while i < specials.len() {
+        t[specials[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// Whether `s` holds a byte that a word may need escaped; without one, a word of `s` that
+/// does not start a line is written as it is.
+pub(super) fn may_need_escaping(s: &str) -> bool {
+    s.bytes().any(|b| MAY_ESCAPE[b as usize])
+}
+
 /// Whether the bytes after a `&` would be read as a character reference (`&amp;`,
 /// `&#60;`, `&#x3c;`).
 fn looks_like_reference(after: &[u8]) -> bool {
@@ -74,10 +92,10 @@ pub(super) fn escape_label(text: &str, in_cell: bool, out: &mut String) {
     }
 }
 
-/// The longest run of `c` in `s`.
-pub(super) fn longest_run(s: &str, c: char) -> usize {
+/// The longest run of the ASCII byte `c` in `s`.
+pub(super) fn longest_run(s: &str, c: u8) -> usize {
     let (mut best, mut run) = (0, 0);
-    for x in s.chars() {
+    for &x in s.as_bytes() {
         if x == c {
             run += 1;
             best = best.max(run);
@@ -93,19 +111,33 @@ pub(super) fn longest_run(s: &str, c: char) -> usize {
 /// or ends with a backtick (or with a space at both ends, which a renderer would strip).
 pub(super) fn wrap_code_span(out: &mut String, at: usize) {
     let content = &out[at..];
-    let ticks = "`".repeat(longest_run(content, '`') + 1);
+    let ticks = if content.contains('`') {
+        longest_run(content, b'`') + 1
+    } else {
+        1
+    };
     let pad = content.starts_with('`')
         || content.ends_with('`')
         || (content.starts_with(' ') && content.ends_with(' '));
-    let pad = if pad { " " } else { "" };
-    out.insert_str(at, &format!("{ticks}{pad}"));
-    out.push_str(pad);
-    out.push_str(&ticks);
+    let mut head = backticks(ticks);
+    if pad {
+        head.push(' ');
+        out.push(' ');
+    }
+    out.insert_str(at, &head);
+    out.push_str(&head[..ticks]);
+}
+
+/// `n` backticks.
+fn backticks(n: usize) -> String {
+    let mut s = String::with_capacity(n + 1);
+    s.extend(std::iter::repeat_n('`', n));
+    s
 }
 
 /// The opening fence for a code block holding `code`: longer than any backtick run in it.
 pub(super) fn fence_for(code: &str) -> String {
-    "`".repeat((longest_run(code, '`') + 1).max(3))
+    backticks((longest_run(code, b'`') + 1).max(3))
 }
 
 /// A language name from a `class` attribute (`language-rust`, `lang-js`), reduced to the
@@ -128,6 +160,16 @@ pub(super) fn language_of(class: &str) -> Option<String> {
 /// backslashes and pipes are backslash-escaped.
 pub(super) fn destination(url: &Url) -> String {
     let s = url.as_str();
+    let plain = |b: u8| {
+        (0x20..0x7f).contains(&b)
+            && !matches!(
+                b,
+                b'(' | b')' | b'\\' | b'|' | b' ' | b'<' | b'>' | b'"' | b'`'
+            )
+    };
+    if s.bytes().all(plain) {
+        return s.to_owned();
+    }
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         match c {

@@ -7,7 +7,7 @@ use crate::html::attributes;
 use crate::text::collapse_ws;
 use crate::urls::content_link;
 
-impl Writer<'_> {
+impl<'h> Writer<'_, 'h> {
     /// A link or image destination in rendered markdown, or `None` when the URL may not be
     /// linked (a scheme other than http, https or mailto; relative with no base).
     pub(super) fn dest(&self, href: &str) -> Option<(String, String)> {

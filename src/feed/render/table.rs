@@ -4,7 +4,7 @@
 use super::cells::{Cell, MAX_COLSPAN, Saved};
 use super::writer::{Open, Writer};
 
-impl Writer<'_> {
+impl<'h> Writer<'_, 'h> {
     /// Whether the innermost open table is the one being laid out (not one nested in it).
     pub(super) fn laying_out_table(&self) -> bool {
         self.stack
@@ -18,7 +18,7 @@ impl Writer<'_> {
         if let Some(t) = self.table.as_mut() {
             t.rows.push(Vec::new());
         }
-        self.push("tr", Open::Row);
+        self.push(std::borrow::Cow::Borrowed("tr"), Open::Row);
     }
 
     pub(super) fn open_cell(&mut self, colspan: Option<&str>) {

@@ -1,20 +1,23 @@
 //! Start tags: what each element does to the writer.
 
+use std::borrow::Cow;
+
 use super::escape::language_of;
 use super::writer::{ListState, Open, Writer};
 use super::{MAX_NESTING, Unconvertible, is_skipped};
 use crate::html::{attr, is_void};
 
-impl Writer<'_> {
+impl<'h> Writer<'_, 'h> {
     pub(super) fn start(
         &mut self,
-        name: &str,
+        tag: Cow<'h, str>,
         attrs: &str,
         self_closing: bool,
     ) -> Result<(), Unconvertible> {
+        let name: &str = &tag;
         if self.skip > 0 {
             if !is_void(name) && !self_closing {
-                self.push(name, Open::Skip);
+                self.push(tag, Open::Skip);
             }
             return Ok(());
         }
@@ -30,7 +33,7 @@ impl Writer<'_> {
             if self_closing {
                 self.close(open);
             } else {
-                self.push(name, open);
+                self.push(tag, open);
             }
         }
         Ok(())

@@ -4,10 +4,12 @@
 //! spans and fences sized to their content, and only `http`, `https` and `mailto` links
 //! and images are written as such.
 
+use std::borrow::Cow;
+
 use url::Url;
 
 use super::cells::Table;
-use super::escape::{escape_word, fence_for, wrap_code_span};
+use super::escape::{escape_word, fence_for, may_need_escaping, wrap_code_span};
 use super::{Style, Unconvertible};
 use crate::html::{Token, Tokenizer};
 use crate::text::unescape_html;
@@ -68,11 +70,13 @@ pub(super) struct ListState {
     pub(super) next: u64,
 }
 
-pub(super) struct Writer<'b> {
+/// `'b`: the base URL's lifetime; `'h`: the HTML's (open elements keep their names as
+/// the tokenizer gave them, borrowed from the source when they were lowercase).
+pub(super) struct Writer<'b, 'h> {
     pub(super) style: Style,
     pub(super) base: Option<&'b Url>,
     pub(super) out: String,
-    pub(super) stack: Vec<(String, Open)>,
+    pub(super) stack: Vec<(Cow<'h, str>, Open)>,
     pub(super) prefixes: Vec<String>,
     pub(super) lists: Vec<ListState>,
     /// A list marker waiting for the item's first line.
@@ -106,7 +110,7 @@ pub(super) struct Writer<'b> {
     pub(super) budget: usize,
 }
 
-impl<'b> Writer<'b> {
+impl<'b, 'h> Writer<'b, 'h> {
     pub(super) fn new(style: Style, base: Option<&'b Url>, input_len: usize) -> Self {
         Writer {
             style,
@@ -144,7 +148,7 @@ impl<'b> Writer<'b> {
         self.table.as_ref().is_some_and(Table::in_cell)
     }
 
-    pub(super) fn run(mut self, html: &str) -> Result<String, Unconvertible> {
+    pub(super) fn run(mut self, html: &'h str) -> Result<String, Unconvertible> {
         for tok in Tokenizer::new(html) {
             match tok {
                 Token::Text(t) if self.skip == 0 => self.text(&unescape_html(t)),
@@ -152,7 +156,7 @@ impl<'b> Writer<'b> {
                     name,
                     attrs,
                     self_closing,
-                } => self.start(&name, attrs, self_closing)?,
+                } => self.start(name, attrs, self_closing)?,
                 Token::End(name) => self.end(&name),
                 Token::Text(_) | Token::RawText(_) => {}
             }
@@ -195,7 +199,16 @@ impl<'b> Writer<'b> {
 
     /// Writes pending line breaks (blank lines carry the current prefixes, trimmed) but
     /// not the prefix of the next line.
+    #[inline]
     pub(super) fn commit_breaks(&mut self) {
+        if self.brk == 0 {
+            self.hard = false;
+            return;
+        }
+        self.write_breaks();
+    }
+
+    fn write_breaks(&mut self) {
         if self.out.is_empty() {
             self.brk = 0;
         }
@@ -207,10 +220,9 @@ impl<'b> Writer<'b> {
                     self.out.push('\\');
                 }
             }
-            let prefix: String = self.prefixes.concat();
             for i in 0..self.brk {
                 if self.committed + i > 0 {
-                    self.out.push_str(prefix.trim_end());
+                    self.push_prefixes_trimmed();
                 }
                 self.out.push('\n');
             }
@@ -220,6 +232,19 @@ impl<'b> Writer<'b> {
             self.space = false;
         }
         self.hard = false;
+    }
+
+    /// Writes the line prefixes with their trailing spaces left out (a blank line's prefix);
+    /// `out` is at the start of a line, so only the prefixes' own spaces are trimmed.
+    fn push_prefixes_trimmed(&mut self) {
+        if self.prefixes.is_empty() {
+            return;
+        }
+        for p in &self.prefixes {
+            self.out.push_str(p);
+        }
+        let end = self.out.trim_end_matches(' ').len();
+        self.out.truncate(end);
     }
 
     /// Writes pending line breaks and the line prefix before new content.
@@ -263,8 +288,7 @@ impl<'b> Writer<'b> {
             return;
         }
         if self.line_start && self.md() {
-            let prefix: String = self.prefixes.concat();
-            self.out.push_str(prefix.trim_end());
+            self.push_prefixes_trimmed();
         }
         self.out.push('\n');
         self.line_start = true;
@@ -299,6 +323,7 @@ impl<'b> Writer<'b> {
         let md = self.md();
         let in_cell = self.in_cell();
         let mut any = false;
+        let mut rest = "";
         for word in t.split_ascii_whitespace() {
             if any {
                 self.space = true;
@@ -309,17 +334,36 @@ impl<'b> Writer<'b> {
                 continue;
             }
             self.flush();
-            if md && self.code == 0 {
-                escape_word(word, at_line_start, in_cell, &mut self.out);
-            } else if md && in_cell {
-                self.out.push_str(&word.replace('|', "\\|"));
-            } else {
+            self.write_word(word, at_line_start, md, in_cell);
+            any = true;
+            // `word` is a slice of `t`: what follows it.
+            rest = &t[word.as_ptr() as usize - t.as_ptr() as usize + word.len()..];
+            break;
+        }
+        // The rest of the words follow on the same line: `flush` would only add the space.
+        if md && self.code == 0 && !may_need_escaping(rest) {
+            for word in rest.split_ascii_whitespace() {
+                self.out.push(' ');
                 self.out.push_str(word);
             }
-            any = true;
+        } else {
+            for word in rest.split_ascii_whitespace() {
+                self.out.push(' ');
+                self.write_word(word, false, md, in_cell);
+            }
         }
         if any {
             self.space = t.ends_with(|c: char| c.is_ascii_whitespace());
+        }
+    }
+
+    fn write_word(&mut self, word: &str, at_line_start: bool, md: bool, in_cell: bool) {
+        if md && self.code == 0 {
+            escape_word(word, at_line_start, in_cell, &mut self.out);
+        } else if md && in_cell {
+            self.out.push_str(&word.replace('|', "\\|"));
+        } else {
+            self.out.push_str(word);
         }
     }
 
@@ -349,7 +393,7 @@ impl<'b> Writer<'b> {
     /// innermost open table (a nested table's cells never close the outer one's).
     pub(super) fn in_table_scope(&self, names: &[&str]) -> Option<usize> {
         for (i, (n, _)) in self.stack.iter().enumerate().rev() {
-            if names.contains(&n.as_str()) {
+            if names.contains(&n.as_ref()) {
                 return Some(i);
             }
             if n == "table" {
@@ -367,14 +411,14 @@ impl<'b> Writer<'b> {
         }
     }
 
-    pub(super) fn push(&mut self, name: &str, open: Open) {
+    pub(super) fn push(&mut self, name: Cow<'h, str>, open: Open) {
         if open.is_inline_context() {
             self.inline += 1;
         }
         if open == Open::Skip {
             self.skip += 1;
         }
-        self.stack.push((name.to_owned(), open));
+        self.stack.push((name, open));
     }
 
     pub(super) fn close(&mut self, open: Open) {
@@ -472,7 +516,12 @@ impl<'b> Writer<'b> {
     fn close_fence(&mut self, at: usize, lang: Option<&str>) {
         let fence = fence_for(&self.out[at..]);
         let prefix: String = self.prefixes.concat();
-        let head = format!("{fence}{}\n{prefix}", lang.unwrap_or(""));
+        let lang = lang.unwrap_or("");
+        let mut head = String::with_capacity(fence.len() + lang.len() + 1 + prefix.len());
+        head.push_str(&fence);
+        head.push_str(lang);
+        head.push('\n');
+        head.push_str(&prefix);
         self.out.insert_str(at, &head);
         self.out.push('\n');
         self.out.push_str(&prefix);
