@@ -25,7 +25,77 @@ pub(crate) fn parse(s: &str) -> Option<DateTime<Utc>> {
     {
         return Some(t);
     }
-    parse_loose(s)
+    parse_rfc822(s).or_else(|| parse_loose(s))
+}
+
+/// The canonical RFC 822 form most feeds write, `[Ddd, ]D[D] Mmm YYYY HH:MM[:SS] zone` with
+/// a zone of `GMT`, `UT`, `UTC`, `Z` or `±HHMM`, read without allocating; anything else
+/// (and any value out of range) is left to [`parse_loose`], which reads this form the same.
+fn parse_rfc822(s: &str) -> Option<DateTime<Utc>> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    if b.first()?.is_ascii_alphabetic() {
+        let day = b.get(..4)?;
+        if day[3] != b',' || !is_day_name(&s[..3]) {
+            return None;
+        }
+        i = 4;
+        if b.get(i) == Some(&b' ') {
+            i += 1;
+        }
+    }
+    let num = |at: usize, n: usize| -> Option<u32> {
+        let part = b.get(at..at + n)?;
+        part.iter().try_fold(0u32, |acc, d| {
+            d.is_ascii_digit().then(|| acc * 10 + u32::from(d - b'0'))
+        })
+    };
+    let day_len = if b.get(i + 1) == Some(&b' ') { 1 } else { 2 };
+    let day = num(i, day_len)?;
+    i += day_len;
+    if b.get(i) != Some(&b' ') || b.get(i + 4) != Some(&b' ') {
+        return None;
+    }
+    let month = b.get(i + 1..i + 4)?;
+    if !month.iter().all(u8::is_ascii_alphabetic) {
+        return None;
+    }
+    let month = month_number(&s[i + 1..i + 4])?;
+    i += 5;
+    let year = num(i, 4)?;
+    i += 4;
+    if b.get(i) != Some(&b' ') || b.get(i + 3) != Some(&b':') {
+        return None;
+    }
+    let (hour, minute) = (num(i + 1, 2)?, num(i + 4, 2)?);
+    i += 6;
+    let second = if b.get(i) == Some(&b':') {
+        i += 3;
+        num(i - 2, 2)?
+    } else {
+        0
+    };
+    if b.get(i) != Some(&b' ') {
+        return None;
+    }
+    let zone = &b[i + 1..];
+    let offset = match zone {
+        b"GMT" | b"UT" | b"UTC" | b"Z" => 0,
+        [sign @ (b'+' | b'-'), ..] if zone.len() == 5 => {
+            let (h, m) = (num(i + 2, 2)? as i32, num(i + 4, 2)? as i32);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            (h * 3600 + m * 60) * if *sign == b'-' { -1 } else { 1 }
+        }
+        _ => return None,
+    };
+    let date = NaiveDate::from_ymd_opt(year as i32, month, day)?;
+    let time = NaiveTime::from_hms_opt(hour, minute, second)?;
+    FixedOffset::east_opt(offset)?
+        .from_local_datetime(&NaiveDateTime::new(date, time))
+        .single()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 /// ISO 8601 / W3C-DTF: `YYYY[-MM[-DD]][(T| )hh:mm[:ss[.f]]][zone]`, also basic format.
@@ -336,6 +406,72 @@ mod tests {
 
     fn p(s: &str) -> Option<String> {
         parse(s).map(|t| format(&t))
+    }
+
+    #[test]
+    fn the_rfc822_fast_path_reads_what_the_loose_reader_reads() {
+        let days = ["Mon", "tue", "WED", "Thu", "Fri", "Sat", "Sun"];
+        let months = [
+            "Jan", "feb", "MAR", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+        ];
+        let zones = [
+            "GMT", "UT", "UTC", "Z", "+0000", "-0500", "+0530", "+2359", "-1200",
+        ];
+        let mut fast = 0;
+        for (k, month) in months.iter().enumerate() {
+            for (d, zone) in zones.iter().enumerate() {
+                let day = 1 + (k * 7 + d * 5) % 28;
+                let head = if d % 3 == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        "{},{}",
+                        days[(k + d) % 7],
+                        if d % 2 == 0 { "" } else { " " }
+                    )
+                };
+                let secs = if d % 4 == 0 {
+                    String::new()
+                } else {
+                    format!(":{:02}", d * 6)
+                };
+                for year in ["1999", "2003", "2026"] {
+                    let s = format!(
+                        "{head}{day} {month} {year} {:02}:{:02}{secs} {zone}",
+                        (k + d) % 24,
+                        (k * 11) % 60
+                    );
+                    let got = parse_rfc822(&s);
+                    assert!(got.is_some(), "{s}");
+                    assert_eq!(got, parse_loose(&s), "{s}");
+                    fast += 1;
+                }
+            }
+        }
+        assert_eq!(fast, 12 * 9 * 3);
+        // Out of range, or not the canonical form: left to the loose reader, which decides.
+        for s in [
+            "31 Feb 2003 04:00:00 GMT",
+            "10 Jun 2003 24:00:00 GMT",
+            "10 Jun 2003 04:60:00 GMT",
+            "10 Jun 2003 04:00:00 +2400",
+            "10 Jun 2003 04:00:00 EST",
+            "Tuesday, 10 Jun 2003 04:00:00 GMT",
+            "Xyz, 10 Jun 2003 04:00:00 GMT",
+            "10 June 2003 04:00:00 GMT",
+            "10 Jun 03 04:00:00 GMT",
+            "10 Jun 2003 4:00:00 GMT",
+            "10 Jun 2003 04:00:00 GMT extra",
+            "10 Jun 2003 04:00:00 +05:30",
+            "10 Jun 2003",
+        ] {
+            assert_eq!(parse_rfc822(s), None, "{s}");
+        }
+        assert_eq!(p("31 Feb 2003 04:00:00 GMT"), None);
+        assert_eq!(
+            p("Tuesday, 10 Jun 2003 04:00:00 GMT").as_deref(),
+            Some("2003-06-10T04:00:00Z")
+        );
     }
 
     #[test]

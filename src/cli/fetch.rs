@@ -191,10 +191,14 @@ pub(super) async fn fetch(
         .iter()
         .filter(|f| f.status == FeedStatus::Error)
         .count();
-    emit_code(
+    let code = emit_code(
         |w| output::write_fetch(w, &out, args.format, args.ndjson_records, pretty, color),
         batch_code(failed, out.feeds.len()),
-    )
+    );
+    // The process ends next: freeing every item one by one (~15 ms for 10,000) would only
+    // delay the exit.
+    std::mem::forget(out);
+    code
 }
 
 pub(super) async fn article(

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{OnceCell, Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 use url::Url;
 
@@ -117,8 +117,12 @@ pub struct Client {
 
 #[derive(Debug)]
 struct Inner {
-    proxied: reqwest::Client,
-    direct: reqwest::Client,
+    /// The connection pools, through the configured proxies and direct (loopback), each
+    /// built on its first send: building one loads the system's trust roots (~5 ms), which
+    /// a run of local files or fresh cache hits never needs.
+    proxied: OnceCell<reqwest::Client>,
+    direct: OnceCell<reqwest::Client>,
+    setup: Setup,
     gate: Gate,
     hosts: SharedHosts,
     sends: Semaphore,
@@ -130,6 +134,36 @@ struct Inner {
     slot_wait_limit: Duration,
     /// What the gate keys a request on.
     key_mode: crate::gate::KeyMode,
+}
+
+/// What building a connection pool needs.
+#[derive(Debug)]
+struct Setup {
+    user_agent: String,
+    timeout: Duration,
+    deny_private_networks: bool,
+    proxy_hosts: Arc<[String]>,
+}
+
+impl Setup {
+    fn build(&self, direct: bool) -> Result<reqwest::Client> {
+        let mut builder = reqwest::Client::builder()
+            .user_agent(self.user_agent.clone())
+            .redirect(reqwest::redirect::Policy::none())
+            .retry(reqwest::retry::never())
+            .connect_timeout(self.timeout)
+            .timeout(self.timeout)
+            .pool_idle_timeout(Duration::from_secs(30));
+        if direct {
+            builder = builder.no_proxy();
+        }
+        if self.deny_private_networks {
+            builder = builder.dns_resolver(guard::PublicOnly {
+                trusted: self.proxy_hosts.clone(),
+            });
+        }
+        builder.build().map_err(Error::ClientSetup)
+    }
 }
 
 /// What a call has spent so far.
@@ -167,28 +201,16 @@ impl Client {
     /// Builds the client from resolved configuration, with `hosts` as its link to shared
     /// host state.
     pub(crate) fn new(config: &Config, hosts: SharedHosts) -> Result<Client> {
-        let build = |direct: bool| {
-            let mut builder = reqwest::Client::builder()
-                .user_agent(config.user_agent.clone())
-                .redirect(reqwest::redirect::Policy::none())
-                .retry(reqwest::retry::never())
-                .connect_timeout(config.timeout)
-                .timeout(config.timeout)
-                .pool_idle_timeout(Duration::from_secs(30));
-            if direct {
-                builder = builder.no_proxy();
-            }
-            if config.deny_private_networks {
-                builder = builder.dns_resolver(guard::PublicOnly {
-                    trusted: config.proxy_hosts.clone().into(),
-                });
-            }
-            builder.build().map_err(Error::ClientSetup)
-        };
         Ok(Client {
             inner: Arc::new(Inner {
-                proxied: build(false)?,
-                direct: build(true)?,
+                proxied: OnceCell::new(),
+                direct: OnceCell::new(),
+                setup: Setup {
+                    user_agent: config.user_agent.clone(),
+                    timeout: config.timeout,
+                    deny_private_networks: config.deny_private_networks,
+                    proxy_hosts: config.proxy_hosts.clone().into(),
+                },
                 gate: Gate::new(config.gate),
                 hosts,
                 sends: Semaphore::new(config.concurrency.max(1)),
@@ -199,6 +221,18 @@ impl Client {
                 key_mode: config.host_key,
             }),
         })
+    }
+
+    /// The connection pool for a loopback (`direct`) or any other URL (through the
+    /// proxies), built on first use.
+    async fn pool_for(&self, direct: bool) -> Result<&reqwest::Client> {
+        let cell = if direct {
+            &self.inner.direct
+        } else {
+            &self.inner.proxied
+        };
+        cell.get_or_try_init(|| async { self.inner.setup.build(direct) })
+            .await
     }
 
     /// The gate every send goes through.

@@ -147,11 +147,7 @@ impl Client {
         req: &GetRequest,
         notes: &mut Notes,
     ) -> Result<Sent> {
-        let client = if is_loopback(url) {
-            &self.inner.direct
-        } else {
-            &self.inner.proxied
-        };
+        let client = self.pool_for(is_loopback(url)).await?;
         let mut builder = client
             .get(url.clone())
             .header(header::ACCEPT, HeaderValue::from_static(req.accept));
