@@ -47,6 +47,35 @@ pub(crate) fn content_link(href: &str, base: Option<&Url>) -> Option<Url> {
     CONTENT_SCHEMES.contains(&url.scheme()).then_some(url)
 }
 
+/// [`content_link`] as the string a renderer writes. A path-absolute reference made only of
+/// letters, digits, `-._~/` and no dot segment (`/images/a.png`, the common case) against
+/// an http(s) base is the base's origin followed by the path, as the `url` crate resolves
+/// it (tested against it), without parsing it again; anything else goes to the crate.
+pub(crate) fn content_link_string(href: &str, base: Option<&Url>) -> Option<String> {
+    if let Some(base) = base
+        && matches!(base.scheme(), "http" | "https")
+        && base.has_host()
+        && is_plain_absolute_path(href)
+    {
+        let origin = &base[..url::Position::BeforePath];
+        let mut out = String::with_capacity(origin.len() + href.len());
+        out.push_str(origin);
+        out.push_str(href);
+        return Some(out);
+    }
+    content_link(href, base).map(String::from)
+}
+
+/// `/` then letters, digits and `-._~/`, with no `.` or `..` segment and not `//`.
+fn is_plain_absolute_path(href: &str) -> bool {
+    let b = href.as_bytes();
+    b.first() == Some(&b'/')
+        && b.get(1) != Some(&b'/')
+        && b.iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'~' | b'/'))
+        && !href.split('/').any(|seg| seg == "." || seg == "..")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,6 +100,52 @@ mod tests {
             assert_eq!(resolve(href, Some(&base())), None, "{href:?}");
             assert_eq!(content_link(href, Some(&base())), None, "{href:?}");
         }
+    }
+
+    #[test]
+    fn the_plain_path_shortcut_resolves_as_the_url_crate_does() {
+        let bases = [
+            "https://example.com/blog/post/",
+            "http://EXAMPLE.com:80/a?q=1#f",
+            "https://user:pw@example.com:8443/x/y",
+            "http://[::1]:8080/feed.xml",
+            "https://xn--bcher-kva.example/p",
+            "http://127.0.0.1/",
+        ];
+        let hrefs = [
+            "/images/chart-1.png",
+            "/",
+            "/a//b/",
+            "/~user/x_y-z.tar.gz",
+            "/a.b/c..d/.e",
+            "/./x",
+            "/a/../x",
+            "/a/.",
+            "//cdn.example.org/i.png",
+            "/a b",
+            "/a?x=1",
+            "/a#f",
+            "/%41",
+            "images/x.png",
+            "/a\\b",
+        ];
+        let mut shortcut = 0;
+        for base in bases {
+            let base = Url::parse(base).unwrap();
+            for href in hrefs {
+                let want = content_link(href, Some(&base)).map(String::from);
+                assert_eq!(
+                    content_link_string(href, Some(&base)),
+                    want,
+                    "{href} on {base}"
+                );
+                shortcut += usize::from(is_plain_absolute_path(href));
+            }
+        }
+        assert_eq!(shortcut, bases.len() * 5);
+        assert_eq!(content_link_string("/x", None), None);
+        let ftp = Url::parse("ftp://example.com/").unwrap();
+        assert_eq!(content_link_string("/x", Some(&ftp)), None);
     }
 
     #[test]

@@ -5,14 +5,14 @@ use super::escape::{destination, escape_label};
 use super::writer::{Open, Writer};
 use crate::html::attributes;
 use crate::text::collapse_ws;
-use crate::urls::content_link;
+use crate::urls::content_link_string;
 
 impl<'h> Writer<'_, 'h> {
     /// A link or image destination in rendered markdown, or `None` when the URL may not be
     /// linked (a scheme other than http, https or mailto; relative with no base).
     pub(super) fn dest(&self, href: &str) -> Option<(String, String)> {
-        let url = content_link(href, self.base)?;
-        Some((destination(&url), url.into()))
+        let url = content_link_string(href, self.base)?;
+        Some((destination(&url), url))
     }
 
     pub(super) fn image(&mut self, attrs: &str) {
