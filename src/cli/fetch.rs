@@ -182,7 +182,7 @@ pub(super) async fn fetch(
     let entered = bar.show.then(|| bar.span.enter());
     let gate = ctx.client.gate();
     let progress = |done: usize, _total: usize| bar.tick(done, gate);
-    let out = ops::fetch_feeds(&ctx, inputs, &opts, &progress).await;
+    let mut out = ops::fetch_feeds(&ctx, inputs, &opts, &progress).await;
     // The bar goes away with its span, before anything is printed.
     drop(entered);
     drop(bar);
@@ -191,9 +191,10 @@ pub(super) async fn fetch(
         .iter()
         .filter(|f| f.status == FeedStatus::Error)
         .count();
+    let code = batch_code(failed, out.feeds.len());
     let code = emit_code(
-        |w| output::write_fetch(w, &out, args.format, args.ndjson_records, pretty, color),
-        batch_code(failed, out.feeds.len()),
+        |w| output::write_fetch(w, &mut out, args.format, args.ndjson_records, pretty, color),
+        code,
     );
     // The process ends next: freeing every item one by one (~15 ms for 10,000) would only
     // delay the exit.

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
+mod json;
 mod text;
 
 pub use text::{advice, write_article_text, write_text};
@@ -37,16 +38,18 @@ pub fn write_json<T: Serialize>(out: &mut dyn Write, value: &T, pretty: bool) ->
     out.write_all(b"\n")
 }
 
-/// Writes a fetch result in `format`.
+/// Writes a fetch result in `format` (compact JSON takes its item lists out for a moment,
+/// to serialize them in parallel).
 pub fn write_fetch(
     out: &mut dyn Write,
-    result: &FetchOutput,
+    result: &mut FetchOutput,
     format: Format,
     records: bool,
     pretty: bool,
     color: bool,
 ) -> io::Result<()> {
     match format {
+        Format::Json if !pretty => json::write_fetch_json(out, result),
         Format::Json => write_json(out, result, pretty),
         Format::Ndjson => write_ndjson(out, result, records),
         Format::Text => write_text(out, result, color),
