@@ -62,7 +62,7 @@ fn write_feed(out: &mut dyn Write, feed: &mut FeedResult) -> io::Result<()> {
     out.write_all(b"\"items\":[")?;
     write_items(out, &feed.items)?;
     out.write_all(b"]")?;
-    Ok(out.write_all(after)?)
+    out.write_all(after)
 }
 
 /// `items` as the elements of a JSON array (no brackets), serialized in parallel windows.
