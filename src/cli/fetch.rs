@@ -177,7 +177,7 @@ pub(super) async fn fetch(
     let opts = fetch_options(&args)?;
     let limits = config.read_limits();
     let inputs = gather_inputs(&args.urls, &args.input, &args.opml, limits, "feeds").await?;
-    let ctx = Context::new(config)?;
+    let ctx = Context::new(config);
     let bar = Progress::new(inputs.len(), quiet, "feeds");
     let entered = bar.show.then(|| bar.span.enter());
     let gate = ctx.client.gate();
@@ -212,7 +212,7 @@ pub(super) async fn article(
     let opts = article_options(&args)?;
     let limits = config.read_limits();
     let inputs = gather_inputs(&args.urls, &args.input, &[], limits, "pages").await?;
-    let ctx = Context::new(config)?;
+    let ctx = Context::new(config);
     let bar = Progress::new(inputs.len(), quiet, "pages");
     let entered = bar.show.then(|| bar.span.enter());
     let gate = ctx.client.gate();

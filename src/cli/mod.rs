@@ -187,12 +187,12 @@ async fn run(cli: Cli, config: Config) -> Result<u8> {
         Command::Fetch(args) => fetch::fetch(args, config, g.quiet, color, pretty).await,
         Command::Article(args) => fetch::article(args, config, g.quiet, color, pretty).await,
         Command::Discover { site_url } => {
-            let ctx = Context::new(config)?;
+            let ctx = Context::new(config);
             let out = ops::discover(&ctx, &site_url).await?;
             emit(|w| output::write_json(w, &out, pretty))
         }
         Command::Show(args) => {
-            let ctx = Context::new(config)?;
+            let ctx = Context::new(config);
             let opts = ShowOptions {
                 refresh: args.refresh,
                 render: RenderOptions {
@@ -208,7 +208,7 @@ async fn run(cli: Cli, config: Config) -> Result<u8> {
             emit(|w| output::write_json(w, &output::schema(kind), true))
         }
         Command::Cache { action } => {
-            let ctx = Context::new(config)?;
+            let ctx = Context::new(config);
             match action {
                 CacheAction::Path => {
                     let dir = ctx
@@ -241,7 +241,7 @@ async fn run(cli: Cli, config: Config) -> Result<u8> {
             }
         }
         Command::Hosts { action } => {
-            let ctx = Context::new(config)?;
+            let ctx = Context::new(config);
             match action {
                 None => {
                     let out = ops::hosts_list(&ctx).await?;
@@ -266,7 +266,7 @@ async fn run(cli: Cli, config: Config) -> Result<u8> {
                 .map(|addr| http_options(addr, &args))
                 .transpose()?;
             let stop = signal::shutdown();
-            let ctx = Context::new(config)?;
+            let ctx = Context::new(config);
             match http {
                 Some(opts) => crate::mcp::http::serve(ctx, opts, stop).await?,
                 None => crate::mcp::serve(ctx, stop).await?,

@@ -128,7 +128,6 @@ struct Inner {
     sends: Semaphore,
     max_body_bytes: u64,
     max_redirects: usize,
-    deny_private_networks: bool,
     /// The longest a send waits for a slot another process keeps busy: its budget and one
     /// whole send (a live holder is done by then; a stopped one is not waited for forever).
     slot_wait_limit: Duration,
@@ -200,8 +199,8 @@ impl Cleared<'_> {
 impl Client {
     /// Builds the client from resolved configuration, with `hosts` as its link to shared
     /// host state.
-    pub(crate) fn new(config: &Config, hosts: SharedHosts) -> Result<Client> {
-        Ok(Client {
+    pub(crate) fn new(config: &Config, hosts: SharedHosts) -> Client {
+        Client {
             inner: Arc::new(Inner {
                 proxied: OnceCell::new(),
                 direct: OnceCell::new(),
@@ -216,11 +215,10 @@ impl Client {
                 sends: Semaphore::new(config.concurrency.max(1)),
                 max_body_bytes: config.max_body_bytes,
                 max_redirects: config.max_redirects,
-                deny_private_networks: config.deny_private_networks,
                 slot_wait_limit: config.gate.max_gate_wait + config.timeout,
                 key_mode: config.host_key,
             }),
-        })
+        }
     }
 
     /// The connection pool for a loopback (`direct`) or any other URL (through the
@@ -331,7 +329,7 @@ impl Client {
     /// With `--deny-private-networks`, refuses a URL whose host is a non-public IP address
     /// (names are checked as they resolve).
     fn check_address(&self, url: &Url) -> Result<()> {
-        if !self.inner.deny_private_networks {
+        if !self.inner.setup.deny_private_networks {
             return Ok(());
         }
         let ip = match url.host() {

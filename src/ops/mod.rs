@@ -53,8 +53,8 @@ pub struct Context {
 
 impl Context {
     /// Builds the shared state from resolved configuration.
-    pub fn new(config: Config) -> Result<Context> {
-        let client = Client::new(&config, crate::hosts::open(&config))?;
+    pub fn new(config: Config) -> Context {
+        let client = Client::new(&config, crate::hosts::open(&config));
         let (cache, cache_warning) = match &config.cache_dir {
             Some(dir) => match Cache::open(dir) {
                 Ok(c) => (Some(c.with_max_bytes(config.cache_max_bytes)), None),
@@ -65,14 +65,14 @@ impl Context {
                 Some("running without a cache: no cache directory is known".to_owned()),
             ),
         };
-        Ok(Context {
+        Context {
             client,
             cache,
             cache_warning,
             config,
             robots: Default::default(),
             cursor_key: Default::default(),
-        })
+        }
     }
 
     /// Reads the local feed file `path` given as `input`, if the file policy allows it,

@@ -52,7 +52,7 @@ pub fn config(cache_dir: Option<&Path>) -> Config {
 }
 
 pub fn context(config: Config) -> Context {
-    Context::new(config).expect("context")
+    Context::new(config)
 }
 
 pub fn no_cache() -> FetchOptions {
