@@ -109,11 +109,7 @@ pub(super) fn longest_run(s: &str, c: u8) -> usize {
 /// or ends with a backtick (or with a space at both ends, which a renderer would strip).
 pub(super) fn wrap_code_span(out: &mut String, at: usize) {
     let content = &out[at..];
-    let ticks = if content.contains('`') {
-        longest_run(content, b'`') + 1
-    } else {
-        1
-    };
+    let ticks = longest_run(content, b'`') + 1;
     let pad = content.starts_with('`')
         || content.ends_with('`')
         || (content.starts_with(' ') && content.ends_with(' '));
