@@ -5,8 +5,8 @@ use url::Url;
 
 use super::RawFeed;
 use super::constructs::{
-    RSSISH, category, first_date, is_atomish, person, person_name, plain, push_unique, set_once,
-    text_construct,
+    RSSISH, category, first_date, is_alternate, is_atomish, person, person_name, plain,
+    push_unique, set_once, text_construct,
 };
 use super::xml::{Element, Ns};
 use crate::model::WarningCode;
@@ -21,12 +21,7 @@ pub(super) fn site_link(parent: &Element, atom_mode: bool) -> Option<Url> {
             return None;
         }
         let href = match c.attr("href") {
-            Some(h)
-                if c.attr("rel")
-                    .is_none_or(|r| r.trim().eq_ignore_ascii_case("alternate")) =>
-            {
-                h.to_owned()
-            }
+            Some(h) if is_alternate(c) => h.to_owned(),
             Some(_) => return None,
             None => c.text(),
         };
@@ -62,12 +57,7 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
             }
             (_, "link") if atomish || rssish => {
                 if let Some(href) = c.attr("href") {
-                    let rel = c
-                        .attr("rel")
-                        .unwrap_or("alternate")
-                        .trim()
-                        .to_ascii_lowercase();
-                    if rel == "alternate" && feed.site_url.is_none() {
+                    if is_alternate(c) && feed.site_url.is_none() {
                         feed.site_url = resolve(href, c.base.as_deref());
                     }
                 } else if feed.site_url.is_none() {

@@ -45,6 +45,20 @@ pub(super) fn itunes_categories(e: &Element, out: &mut Vec<String>) {
     }
 }
 
+/// A `<link>`'s relation, lowercased: `alternate` when it names none (Atom's default).
+pub(super) fn link_rel(e: &Element) -> String {
+    e.attr("rel")
+        .unwrap_or("alternate")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// Whether a `<link>` points at the page itself (`rel` absent or `alternate`).
+pub(super) fn is_alternate(e: &Element) -> bool {
+    e.attr("rel")
+        .is_none_or(|r| r.trim().eq_ignore_ascii_case("alternate"))
+}
+
 /// A text construct as a body: Atom `type`/`mode`, or RSS's HTML-by-default.
 pub(super) fn text_construct(
     e: &Element,

@@ -5,8 +5,8 @@ use url::Url;
 
 use super::channel::{channel_meta, site_link};
 use super::constructs::{
-    Dates, RSSISH, category, enclosure, first_date, is_atomish, person, person_name, plain,
-    push_enclosure, push_unique, set_once, text_construct,
+    Dates, RSSISH, category, enclosure, first_date, is_alternate, is_atomish, link_rel, person,
+    person_name, plain, push_enclosure, push_unique, set_once, text_construct,
 };
 use super::xml::{self, Element, Node, Ns};
 use super::{Body, MAX_ITEMS, RawFeed, RawItem, items_capped_message};
@@ -165,10 +165,7 @@ fn source(c: &Element, atomish: bool) -> Option<crate::model::ItemSource> {
             url: c
                 .elements()
                 .filter(|e| e.name.eq_ignore_ascii_case("link"))
-                .find(|e| {
-                    e.attr("rel")
-                        .is_none_or(|r| r.trim().eq_ignore_ascii_case("alternate"))
-                })
+                .find(|e| is_alternate(e))
                 .and_then(|e| e.attr("href"))
                 .and_then(|h| resolve(h, c.base.as_deref())),
         }
@@ -234,11 +231,7 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
             }
             (_, "link") if atomish || rssish => {
                 if let Some(href) = c.attr("href") {
-                    let rel = c
-                        .attr("rel")
-                        .unwrap_or("alternate")
-                        .trim()
-                        .to_ascii_lowercase();
+                    let rel = link_rel(c);
                     let href = resolve(href, c.base.as_deref());
                     match rel.as_str() {
                         "alternate" => {
