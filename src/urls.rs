@@ -47,6 +47,14 @@ pub(crate) fn content_link(href: &str, base: Option<&Url>) -> Option<Url> {
     CONTENT_SCHEMES.contains(&url.scheme()).then_some(url)
 }
 
+/// An absolute `http`/`https` address for `href` (trimmed, resolved against `base`): what a
+/// page's canonical URL, image or author link may be.
+pub(crate) fn http_link(href: &str, base: Option<&Url>) -> Option<String> {
+    content_link(href.trim(), base)
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .map(String::from)
+}
+
 /// [`content_link`] as the string a renderer writes. A path-absolute reference made only of
 /// letters, digits, `-._~/` and no dot segment (`/images/a.png`, the common case) against
 /// an http(s) base is the base's origin followed by the path, as the `url` crate resolves

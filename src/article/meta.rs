@@ -122,13 +122,6 @@ fn ld_str(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).and_then(clean)
 }
 
-/// An absolute http(s) URL for `href`.
-fn absolute(href: &str, base: Option<&Url>) -> Option<String> {
-    crate::urls::content_link(href.trim(), base)
-        .filter(|u| matches!(u.scheme(), "http" | "https"))
-        .map(String::from)
-}
-
 /// Reads the metadata of `html`, a page read from `page_url`.
 pub(crate) fn read(html: &str, page_url: &Url) -> PageMeta {
     let mut f = Found::default();
@@ -253,13 +246,13 @@ fn combine(f: Found, page_url: &Url) -> PageMeta {
         canonical_url: f
             .canonical
             .as_deref()
-            .and_then(|c| absolute(c, base_ref))
-            .or_else(|| og("og:url").and_then(|u| absolute(&u, base_ref)))
+            .and_then(|c| crate::urls::http_link(c, base_ref))
+            .or_else(|| og("og:url").and_then(|u| crate::urls::http_link(&u, base_ref)))
             .or_else(|| {
                 article
                     .and_then(|a| a.get("url"))
                     .and_then(ld_url)
-                    .and_then(|u| absolute(&u, base_ref))
+                    .and_then(|u| crate::urls::http_link(&u, base_ref))
             }),
         excerpt: og("og:description")
             .or_else(|| ld("description"))
@@ -267,7 +260,7 @@ fn combine(f: Found, page_url: &Url) -> PageMeta {
         lead_image: og("og:image")
             .or_else(|| og("og:image:url"))
             .or_else(|| article.and_then(|a| a.get("image")).and_then(ld_url))
-            .and_then(|u| absolute(&u, base_ref)),
+            .and_then(|u| crate::urls::http_link(&u, base_ref)),
         base,
     }
 }

@@ -225,11 +225,7 @@ pub(crate) fn read(
         s.map(|s| feed::render::to_plain(&s))
             .filter(|s| !s.is_empty())
     };
-    let absolute = |s: Option<String>| {
-        s.and_then(|u| crate::urls::content_link(u.trim(), Some(&base)))
-            .filter(|u| matches!(u.scheme(), "http" | "https"))
-            .map(String::from)
-    };
+    let absolute = |s: Option<String>| s.and_then(|u| crate::urls::http_link(&u, Some(&base)));
     let published = meta
         .published
         .or(x.published)
