@@ -190,8 +190,11 @@ async fn one(cache: &std::path::Path, extra: &[&str], url: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_the_server_says_is_fresh_is_served_with_no_request() {
-    let date = httpdate::fmt_http_date(std::time::SystemTime::now());
-    let later = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(60));
+    // One reading of the clock for both headers: two readings can straddle a second's
+    // boundary and make `Expires - Date` 61 s (a copy fresh for a second).
+    let now = std::time::SystemTime::now();
+    let date = httpdate::fmt_http_date(now);
+    let later = httpdate::fmt_http_date(now + Duration::from_secs(60));
     let (d1, l1, d2, l2) = (date.clone(), later.clone(), date.clone(), later.clone());
     let srv = TestServer::start(move |req| match req.path.as_str() {
         "/max-age" => Reply::xml(FEED)
