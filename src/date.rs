@@ -2,6 +2,8 @@
 //! or without a zone, and the common variants feeds really contain. Anything else is
 //! `None`; a date never fails a feed.
 
+use std::time::Duration;
+
 use chrono::{
     DateTime, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, TimeZone, Utc,
 };
@@ -9,6 +11,35 @@ use chrono::{
 /// Formats a time as the contract's UTC RFC 3339 (`2026-06-01T10:00:00Z`).
 pub(crate) fn format(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// The longest span a server's number of seconds is taken to mean: 2^31 s, about 68
+/// years (RFC 9111 §1.2.2). Every span a server or a page states (`max-age`, `Age`,
+/// `Retry-After`, a quota's reset, a `Crawl-delay`) is read through [`delta_seconds`] or
+/// [`span_seconds`], so no later sum or conversion of it can overflow.
+pub(crate) const MAX_SPAN: Duration = Duration::from_secs(1 << 31);
+
+/// A server's whole number of seconds (digits only, as HTTP writes delta-seconds), capped
+/// at [`MAX_SPAN`]; `None` when it is not one.
+pub(crate) fn delta_seconds(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Digits that do not fit a u64 are past the cap anyway.
+    let secs = s.parse::<u64>().unwrap_or(u64::MAX);
+    Some(Duration::from_secs(secs).min(MAX_SPAN))
+}
+
+/// A number of seconds with a fraction (`Crawl-delay: 2.5`, a quota's `1.5`), capped at
+/// [`MAX_SPAN`]; `None` when it is not finite or below zero.
+pub(crate) fn span_seconds(secs: f64) -> Option<Duration> {
+    if !secs.is_finite() || secs < 0.0 {
+        return None;
+    }
+    Duration::try_from_secs_f64(secs.min(MAX_SPAN.as_secs_f64()))
+        .ok()
+        .map(|d| d.min(MAX_SPAN))
 }
 
 /// Parses a feed date; `None` when it cannot be read.
@@ -406,6 +437,30 @@ mod tests {
 
     fn p(s: &str) -> Option<String> {
         parse(s).map(|t| format(&t))
+    }
+
+    #[test]
+    fn issue_27_a_servers_spans_are_capped_and_garbage_is_none() {
+        assert_eq!(delta_seconds(" 120 "), Some(Duration::from_secs(120)));
+        for huge in [
+            "18446744073709551615",
+            "99999999999999999999999",
+            "2147483649",
+        ] {
+            assert_eq!(delta_seconds(huge), Some(MAX_SPAN), "{huge}");
+        }
+        for bad in ["", "-1", "+5", "1.5", "1e3", "soon"] {
+            assert_eq!(delta_seconds(bad), None, "{bad}");
+        }
+        assert_eq!(span_seconds(2.5), Some(Duration::from_millis(2500)));
+        assert_eq!(span_seconds(1e20), Some(MAX_SPAN));
+        assert_eq!(span_seconds(f64::MAX), Some(MAX_SPAN));
+        for bad in [f64::NAN, f64::INFINITY, -0.5] {
+            assert_eq!(span_seconds(bad), None, "{bad}");
+        }
+        // The largest span still adds to any instant and converts to milliseconds.
+        let _ = tokio::time::Instant::now() + MAX_SPAN;
+        assert!(u64::try_from(MAX_SPAN.as_millis()).is_ok());
     }
 
     #[test]

@@ -45,8 +45,8 @@ pub fn read(headers: &HeaderMap, now: SystemTime) -> Freshness {
                 "no-cache" => f.no_cache = true,
                 "must-revalidate" | "proxy-revalidate" => f.must_revalidate = true,
                 "max-age" => {
-                    if let Some(secs) = value.and_then(|v| v.parse::<u64>().ok()) {
-                        max_age = Some(Duration::from_secs(secs));
+                    if let Some(span) = value.and_then(crate::date::delta_seconds) {
+                        max_age = Some(span);
                     }
                 }
                 _ => {}
@@ -54,8 +54,7 @@ pub fn read(headers: &HeaderMap, now: SystemTime) -> Freshness {
         }
     }
     let age = header(headers, header::AGE)
-        .and_then(|a| a.parse::<u64>().ok())
-        .map(Duration::from_secs)
+        .and_then(crate::date::delta_seconds)
         .unwrap_or_default();
     let lifetime = max_age.or_else(|| {
         let expires = httpdate::parse_http_date(header(headers, header::EXPIRES)?).ok();
@@ -114,5 +113,23 @@ mod tests {
             None
         );
         assert_eq!(read(&HeaderMap::new(), now), Freshness::default());
+    }
+
+    #[test]
+    fn issue_27_a_huge_max_age_or_age_is_capped() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let f = read(
+            &headers(&[("cache-control", "max-age=18446744073709551616")]),
+            now,
+        );
+        assert_eq!(f.lifetime, Some(crate::date::MAX_SPAN));
+        let f = read(
+            &headers(&[
+                ("cache-control", "max-age=60"),
+                ("age", "99999999999999999999"),
+            ]),
+            now,
+        );
+        assert_eq!(f.lifetime, Some(Duration::ZERO));
     }
 }

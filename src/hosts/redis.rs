@@ -185,7 +185,8 @@ impl RedisStore {
         .await?;
         // The server read its clock somewhere within the round trip: take the middle.
         let mid = before + before.elapsed() / 2;
-        let clock = Clock::at(mid, secs * 1000 + micros / 1000);
+        // Redis's clock, read as it sends it: no sum of its numbers may overflow.
+        let clock = Clock::at(mid, secs.saturating_mul(1000).saturating_add(micros / 1000));
         Ok(((!raw.is_empty()).then_some(raw), clock))
     }
 

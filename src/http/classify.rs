@@ -131,15 +131,13 @@ pub(super) fn classify(e: &reqwest::Error) -> NetworkKind {
 /// the bare date would be refused, and spacing by it would be too tight).
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
-    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        return Some(Duration::from_secs(
-            value.parse::<u64>().unwrap_or(u64::MAX),
-        ));
+    if let Some(span) = crate::date::delta_seconds(value) {
+        return Some(span);
     }
     let at = httpdate::parse_http_date(value).ok()?;
     let ahead = at.duration_since(now).ok().filter(|d| !d.is_zero())?;
     let secs = ahead.as_secs() + u64::from(ahead.subsec_nanos() > 0);
-    Some(Duration::from_secs(secs))
+    Some(Duration::from_secs(secs).min(crate::date::MAX_SPAN))
 }
 
 #[cfg(test)]
@@ -172,7 +170,11 @@ mod tests {
         assert_eq!(parse_retry_after("", now), None);
         assert_eq!(
             parse_retry_after("99999999999999999999999", now),
-            Some(Duration::from_secs(u64::MAX))
+            Some(crate::date::MAX_SPAN)
+        );
+        assert_eq!(
+            parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now),
+            Some(crate::date::MAX_SPAN)
         );
     }
 }

@@ -10,6 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::header::HeaderMap;
 
+use crate::date::MAX_SPAN;
+
 /// What a response says is left of the host's allowance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Quota {
@@ -86,7 +88,7 @@ fn draft(headers: &HeaderMap) -> Vec<Quota> {
             })?;
             Some(Quota {
                 remaining: u64::try_from(remaining).ok()?,
-                reset_in: Duration::from_secs(u64::try_from(reset).ok()?),
+                reset_in: Duration::from_secs(u64::try_from(reset).ok()?).min(MAX_SPAN),
             })
         })
         .collect()
@@ -115,7 +117,8 @@ fn vendor(headers: &HeaderMap, prefix: &str, now: SystemTime) -> Option<Quota> {
         Duration::from_secs(reset.saturating_sub(now))
     } else {
         Duration::from_secs(reset)
-    };
+    }
+    .min(MAX_SPAN);
     Some(Quota {
         remaining,
         reset_in,
@@ -191,6 +194,22 @@ mod tests {
             ("x-ratelimit-reset", "5"),
         ]);
         assert_eq!(read(&h, now), q(0, 5));
+    }
+
+    #[test]
+    fn issue_27_an_absurd_reset_is_capped_before_any_sum() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        for h in [
+            headers(&[
+                ("x-ratelimit-remaining", "5"),
+                ("x-ratelimit-reset", "1e300"),
+            ]),
+            headers(&[("ratelimit", "\"p\";r=5;t=999999999999999")]),
+        ] {
+            let q = read(&h, now).unwrap();
+            assert_eq!(q.reset_in, MAX_SPAN, "{h:?}");
+            let _ = tokio::time::Instant::now() + q.reset_in;
+        }
     }
 
     #[test]
