@@ -1,7 +1,9 @@
 //! robots.txt rules, for the page reads a model asks for (the MCP server's article fetches;
 //! the CLI's with `--respect-robots`). Parsing and matching are the kept crate's
 //! ([texting_robots](https://crates.io/crates/texting_robots)); this file reads which rule
-//! matched, to name it, and the `Crawl-delay`.
+//! matched, to name it, and the `Crawl-delay`, and brings rules and paths to one spelling
+//! first (RFC 9309 §2.2.2: an escaped unreserved character is the character itself), which
+//! the crate does not.
 
 use std::time::Duration;
 
@@ -15,8 +17,9 @@ const MAX_CRAWL_DELAY: Duration = Duration::from_secs(3600);
 #[derive(Debug)]
 pub(crate) struct Robots {
     robot: Option<Robot>,
-    /// Our group's `Disallow` patterns, to name the rule that matched.
-    disallows: Vec<String>,
+    /// Our group's `Disallow` patterns as written, each with its normalized spelling, to
+    /// name the rule that matched.
+    disallows: Vec<(String, String)>,
     /// The group's `Crawl-delay`.
     pub crawl_delay: Option<Duration>,
 }
@@ -28,6 +31,50 @@ pub(crate) fn robots_url(url: &Url) -> Option<Url> {
     u.set_query(None);
     u.set_fragment(None);
     u.has_host().then_some(u)
+}
+
+/// Whether `b` is an unreserved character of RFC 3986 (`ALPHA / DIGIT / "-" / "." / "_" /
+/// "~"`): escaped or not, it is the same character.
+fn unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+/// `s` with every `%HH` of an unreserved character decoded and every other escape's hex
+/// in capitals, so a rule and a path that name one resource compare equal (`/%7Ejoe/` and
+/// `/~joe/`; `/%70rivate` and `/private`; `%2f` and `%2F`). Reserved characters stay
+/// escaped (`%2F` is not `/`), and a `%` that starts no escape is kept.
+fn normalize_escapes(s: &[u8]) -> Vec<u8> {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] == b'%'
+            && let (Some(h), Some(l)) = (
+                s.get(i + 1).copied().and_then(hex),
+                s.get(i + 2).copied().and_then(hex),
+            )
+        {
+            let byte = (h * 16 + l) as u8;
+            if unreserved(byte) {
+                out.push(byte);
+            } else {
+                out.push(b'%');
+                out.push(s[i + 1].to_ascii_uppercase());
+                out.push(s[i + 2].to_ascii_uppercase());
+            }
+            i += 3;
+            continue;
+        }
+        out.push(s[i]);
+        i += 1;
+    }
+    out
+}
+
+/// The path and query of `url` as the rules are matched against them, normalized.
+fn match_target(url: &Url) -> String {
+    let raw = &url[url::Position::BeforePath..url::Position::AfterQuery];
+    String::from_utf8_lossy(&normalize_escapes(raw.as_bytes())).into_owned()
 }
 
 /// The product token robots.txt groups are matched on: `rss` of `rss/0.1.0 (…)`.
@@ -104,15 +151,22 @@ impl Robots {
     /// The rules of robots.txt `txt` for the user-agent `token`; one that does not parse
     /// allows everything.
     pub(crate) fn parse(token: &str, txt: &[u8]) -> Robots {
-        let Ok(robot) = Robot::new(token, txt) else {
+        let Ok(robot) = Robot::new(token, &normalize_escapes(txt)) else {
             return Robots::allow_all();
         };
         let crawl_delay = robot
             .delay
-            .filter(|d| d.is_finite() && *d > 0.0)
-            .map(|d| Duration::from_secs_f32(d).min(MAX_CRAWL_DELAY));
+            .and_then(|d| crate::date::span_seconds(f64::from(d)))
+            .filter(|d| !d.is_zero())
+            .map(|d| d.min(MAX_CRAWL_DELAY));
         Robots {
-            disallows: our_disallows(&String::from_utf8_lossy(txt), token),
+            disallows: our_disallows(&String::from_utf8_lossy(txt), token)
+                .into_iter()
+                .map(|p| {
+                    let n = String::from_utf8_lossy(&normalize_escapes(p.as_bytes())).into_owned();
+                    (p, n)
+                })
+                .collect(),
             crawl_delay,
             robot: Some(robot),
         }
@@ -122,18 +176,19 @@ impl Robots {
     /// longest of our group's that matches, or a description when none can be named).
     pub(crate) fn disallowed(&self, url: &Url) -> Option<String> {
         let robot = self.robot.as_ref()?;
-        if robot.allowed(url.as_str()) {
+        let target = match_target(url);
+        if robot.allowed(&target) {
             return None;
         }
         let named = self
             .disallows
             .iter()
-            .filter(|p| {
-                Robot::new("x", format!("User-agent: *\nDisallow: {p}").as_bytes())
-                    .is_ok_and(|r| !r.allowed(url.as_str()))
+            .filter(|(_, n)| {
+                Robot::new("x", format!("User-agent: *\nDisallow: {n}").as_bytes())
+                    .is_ok_and(|r| !r.allowed(&target))
             })
-            .max_by_key(|p| p.len())
-            .map(|p| format!("Disallow: {p}"));
+            .max_by_key(|(_, n)| n.len())
+            .map(|(p, _)| format!("Disallow: {p}"));
         Some(named.unwrap_or_else(|| "a Disallow rule".to_owned()))
     }
 }
@@ -176,6 +231,38 @@ mod tests {
     }
 
     #[test]
+    fn issue_27_escapes_of_unreserved_characters_are_decoded_on_both_sides() {
+        let r = Robots::parse(
+            "rss",
+            b"User-agent: *\nDisallow: /private\nDisallow: /%7Ejoe/\nDisallow: /a%2fb\nAllow: /open%2Fx\n",
+        );
+        for (path, rule) in [
+            ("/%70rivate/page", "Disallow: /private"),
+            ("/%70%72ivate", "Disallow: /private"),
+            ("/~joe/notes", "Disallow: /%7Ejoe/"),
+            ("/%7ejoe/notes", "Disallow: /%7Ejoe/"),
+            ("/%7Ejoe/", "Disallow: /%7Ejoe/"),
+            ("/a%2Fb", "Disallow: /a%2fb"),
+            ("/privat%65", "Disallow: /private"),
+        ] {
+            let u = url(&format!("https://a.example{path}"));
+            assert_eq!(r.disallowed(&u).as_deref(), Some(rule), "{path}");
+        }
+        // A reserved character stays escaped: `%2F` is not a path's `/`.
+        for path in [
+            "/a/b",
+            "/public/%70age",
+            "/priv",
+            "/%25private",
+            "/open%2fx",
+        ] {
+            let u = url(&format!("https://a.example{path}"));
+            assert_eq!(r.disallowed(&u), None, "{path}");
+        }
+        assert_eq!(normalize_escapes(b"/%7e%2f%zz%4"), b"/~%2F%zz%4".to_vec());
+    }
+
+    #[test]
     fn tokens_urls_and_garbage() {
         assert_eq!(agent_token("rss/0.1.0"), "rss");
         assert_eq!(agent_token("FeedBot/2.1 (+https://x.example)"), "feedbot");
@@ -189,5 +276,20 @@ mod tests {
         assert_eq!(r.disallowed(&url("https://a.example/x")), None);
         let huge = Robots::parse("rss", b"User-agent: *\nCrawl-delay: 1e12\n");
         assert_eq!(huge.crawl_delay, Some(MAX_CRAWL_DELAY));
+    }
+
+    #[test]
+    fn issue_27_a_crawl_delay_past_any_duration_is_capped_not_a_panic() {
+        for v in ["1e20", "3.4e38", "1e39", "inf", "NaN", "-5", "0"] {
+            let r = Robots::parse(
+                "rss",
+                format!("User-agent: *\nCrawl-delay: {v}\n").as_bytes(),
+            );
+            let expected = match v {
+                "1e20" | "3.4e38" => Some(MAX_CRAWL_DELAY),
+                _ => None,
+            };
+            assert_eq!(r.crawl_delay, expected, "{v}");
+        }
     }
 }
