@@ -87,6 +87,12 @@ impl HostKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether this is a site's key (`--host-key site`: a registrable domain, no port),
+    /// which several hosts share.
+    pub(crate) fn is_site(&self) -> bool {
+        !self.0.contains(':')
+    }
 }
 
 impl std::fmt::Display for HostKey {
@@ -355,6 +361,7 @@ impl Gate {
             at: Instant::now(),
             delay,
             until,
+            site: key.is_site(),
         };
         slot.lock().host.apply(&self.params, event);
         slot.changed.notify_waiters();

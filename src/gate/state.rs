@@ -40,11 +40,13 @@ pub(crate) enum Event {
         status: Option<u16>,
     },
     /// The host's robots.txt, read at `at`, asks for `delay` between requests (`None`: it
-    /// asks for none) until `until`.
+    /// asks for none) until `until`. Under a site's key (`site`), several hosts' robots.txt
+    /// files teach the one state, and the largest delay still live wins.
     CrawlDelay {
         at: Instant,
         delay: Option<Duration>,
         until: Instant,
+        site: bool,
     },
     /// A response that arrived at `at` announced `remaining` requests left until `reset`.
     Quota {
@@ -218,9 +220,28 @@ impl HostState {
                 }
                 self.updated = Some(at);
             }
-            Event::CrawlDelay { at, delay, until } => {
-                self.crawl_delay = delay;
-                self.crawl_delay_until = delay.map(|_| until);
+            Event::CrawlDelay {
+                at,
+                delay,
+                until,
+                site,
+            } => {
+                let live = self.live_crawl_delay(at);
+                // A sibling's larger delay is not erased by a host that asks for less.
+                let keep = site && live.is_some_and(|d| delay.is_none_or(|n| n < d));
+                if !keep {
+                    let until = match (site, live == delay, self.crawl_delay_until) {
+                        (true, true, Some(u)) => u.max(until),
+                        _ => until,
+                    };
+                    self.crawl_delay = delay;
+                    self.crawl_delay_until = delay.map(|_| until);
+                }
+                // The request that read the robots.txt counts: the next one waits the delay
+                // from its start, as every later one does.
+                if let (Some(d), Some(last)) = (self.live_crawl_delay(at), self.last_admitted) {
+                    self.push_next_allowed(last + d.min(p.max_cooldown));
+                }
                 self.updated = Some(at);
             }
             Event::Ended {

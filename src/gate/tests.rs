@@ -758,6 +758,75 @@ async fn issue_19_a_retrying_holder_counts_as_a_send_still_to_go() {
     let _ = retry.await.unwrap();
 }
 
+/// A robots.txt read at a host (one send, answered at once), with the delay it asks for.
+async fn robots_read(gate: &Gate, host: &HostKey, delay: Option<Duration>, fresh_for: Duration) {
+    let mut p = gate.acquire(host, far()).await.unwrap();
+    p.start_send();
+    tokio::time::advance(Duration::from_millis(2)).await;
+    p.record(Outcome::Success, Some(200));
+    drop(p);
+    gate.learn_crawl_delay(host, delay, Instant::now() + fresh_for);
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_27_the_first_send_after_a_robots_txt_is_spaced_by_its_crawl_delay() {
+    let gate = Gate::new(GateParams::default());
+    let a = key("http://a.test/");
+    robots_read(&gate, &a, Some(secs(2)), secs(3600)).await;
+    // The robots.txt's own send started 2 ms ago: the first page waits the rest.
+    let (_p, took) = timed_acquire(&gate, &a).await;
+    assert_eq!(took, secs(2) - Duration::from_millis(2));
+    // A robots.txt asking for nothing spaces nothing.
+    let b = key("http://b.test/");
+    robots_read(&gate, &b, None, secs(3600)).await;
+    let (_p, took) = timed_acquire(&gate, &b).await;
+    assert_eq!(took, Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_27_under_a_site_key_the_largest_live_delay_of_its_hosts_applies() {
+    let gate = Gate::new(GateParams::default());
+    let site = |u: &str| HostKey::for_url(&Url::parse(u).unwrap(), KeyMode::Site).unwrap();
+    let (a, b) = (
+        site("http://a.site.example/"),
+        site("http://b.site.example/"),
+    );
+    assert_eq!(a, b);
+    assert!(a.is_site() && !key("http://a.site.example/").is_site());
+    robots_read(&gate, &b, Some(secs(3)), secs(600)).await;
+    tokio::time::advance(secs(3)).await;
+    // a's robots.txt asks for no delay, then for a smaller one: b's stays.
+    robots_read(&gate, &a, None, secs(3600)).await;
+    let now = Instant::now();
+    assert_eq!(gate.state_of(&a).live_crawl_delay(now), Some(secs(3)));
+    assert_eq!(
+        gate.state_of(&a).pacing(now),
+        secs(3) - Duration::from_millis(2)
+    );
+    tokio::time::advance(secs(3)).await;
+    robots_read(&gate, &a, Some(secs(1)), secs(3600)).await;
+    assert_eq!(
+        gate.state_of(&a).live_crawl_delay(Instant::now()),
+        Some(secs(3))
+    );
+    // A larger one wins, until its own freshness ends.
+    tokio::time::advance(secs(3)).await;
+    robots_read(&gate, &a, Some(secs(5)), secs(60)).await;
+    let s = gate.state_of(&a);
+    assert_eq!(s.live_crawl_delay(Instant::now()), Some(secs(5)));
+    assert_eq!(
+        s.live_crawl_delay(Instant::now() + secs(61)),
+        None,
+        "a delay lasts as long as its robots.txt is fresh"
+    );
+    // Keyed by host, a host's new robots.txt replaces what its old one said.
+    let h = key("http://h.test/");
+    robots_read(&gate, &h, Some(secs(3)), secs(600)).await;
+    tokio::time::advance(secs(3)).await;
+    robots_read(&gate, &h, None, secs(600)).await;
+    assert_eq!(gate.state_of(&h).live_crawl_delay(Instant::now()), None);
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;
