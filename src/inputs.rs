@@ -86,6 +86,35 @@ pub fn classify(raw: &str) -> Input {
     }
 }
 
+/// Classifies a link a document gave us (an item's `url`, for its article): only an
+/// absolute http(s) URL is followed; anything else (`file:`, `ftp:`, a path) is an
+/// `INVALID_URL` saying which scheme and why, and nothing local is ever opened.
+pub fn classify_link(link: &str) -> Input {
+    let given = link.trim();
+    let refuse = |reason: String, source: Option<url::ParseError>| Input {
+        feed_url: given.to_owned(),
+        source: Source::Invalid(Error::InvalidUrl {
+            input: given.to_owned(),
+            reason,
+            source,
+        }),
+    };
+    match Url::parse(given) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") => classify(given),
+        Ok(url) => refuse(
+            format!(
+                "the link's scheme {:?} is not followed: a link from a feed or a page is read only over http(s), never from a local path or another protocol",
+                url.scheme()
+            ),
+            None,
+        ),
+        Err(e) => refuse(
+            "not an absolute http(s) URL: a link from a feed or a page is read only over http(s), never as a local path".into(),
+            Some(e),
+        ),
+    }
+}
+
 /// The error for an input that is neither an http(s) URL nor an existing file.
 pub fn no_such_input(given: &str) -> Error {
     Error::InvalidUrl {
@@ -174,6 +203,33 @@ pub fn merge(raw: impl IntoIterator<Item = String>) -> Vec<Input> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_27_a_documents_link_is_http_or_an_error_naming_its_scheme() {
+        assert!(matches!(
+            classify_link(" https://Example.com/a ").source,
+            Source::Http(_)
+        ));
+        for (link, says) in [
+            ("file:///home/me/secret.html", "\"file\""),
+            ("FILE:///etc/passwd", "\"file\""),
+            ("ftp://files.example/x", "\"ftp\""),
+            ("javascript:alert(1)", "\"javascript\""),
+            ("secret.html", "not an absolute"),
+            ("/etc/passwd", "not an absolute"),
+            ("", "not an absolute"),
+        ] {
+            let Source::Invalid(e) = classify_link(link).source else {
+                panic!("{link} should be refused")
+            };
+            assert_eq!(e.code().as_str(), "INVALID_URL");
+            let msg = e.to_string();
+            assert!(
+                msg.contains(says) && msg.contains("http(s)"),
+                "{link}: {msg}"
+            );
+        }
+    }
 
     #[test]
     fn inputs_are_classified() {
