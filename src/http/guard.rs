@@ -91,6 +91,24 @@ fn embedded_ipv4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
     None
 }
 
+/// Refuses a URL whose host is a non-public IP address literal (a name is checked as it
+/// resolves, by [`PublicOnly`]).
+pub(crate) fn refuse_literal(url: &url::Url) -> crate::error::Result<()> {
+    let ip = match url.host() {
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
+        _ => return Ok(()),
+    };
+    match private_kind(ip) {
+        Some(kind) => Err(crate::error::Error::InvalidUrl {
+            input: url.to_string(),
+            reason: format!("{ip} is a {kind} address (refused by --deny-private-networks)"),
+            source: None,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// A refused address, carried through the HTTP client's error chain.
 #[derive(Debug, thiserror::Error)]
 #[error("{host} resolves to {addr}, a {kind} address (refused by --deny-private-networks)")]

@@ -10,6 +10,7 @@
 
 mod classify;
 mod guard;
+mod hops;
 pub(crate) mod quota;
 mod send;
 
@@ -27,8 +28,9 @@ use crate::gate::{Event, Gate, HostKey, Permit};
 use crate::hosts::{Lease, Notes, SharedHosts, Slot, StoreWarning};
 use crate::model::WarningCode;
 use crate::payload::Payload;
+use classify::gate_refusal;
 pub use classify::parse_retry_after;
-use classify::{gate_refusal, join_chain};
+pub use hops::{HopCheck, HopFuture};
 use send::Sent;
 
 /// What the `Accept` header asks for when fetching feeds.
@@ -54,7 +56,7 @@ pub type Refuse = fn(Option<&str>, &[u8]) -> Option<String>;
 
 /// One GET to make.
 #[derive(Debug, Clone)]
-pub struct GetRequest {
+pub struct GetRequest<'a> {
     /// The URL.
     pub url: Url,
     /// Conditional-request validators, if a cached copy exists.
@@ -67,6 +69,8 @@ pub struct GetRequest {
     /// What the caller will not read (a page that is a PDF), checked on the headers and
     /// the first bytes.
     pub refuse: Option<Refuse>,
+    /// What the caller asks of every hop before it is sent (a page read's robots.txt).
+    pub hops: Option<&'a dyn HopCheck>,
 }
 
 /// A response that was read completely.
@@ -264,7 +268,7 @@ impl Client {
     }
 
     /// Fetches `req.url`, following redirects, with every send gated.
-    pub async fn get(&self, req: GetRequest) -> Exchange {
+    pub async fn get(&self, req: GetRequest<'_>) -> Exchange {
         let mut tally = Tally::default();
         let result = self.follow(&req, &mut tally).await;
         Exchange {
@@ -275,78 +279,6 @@ impl Client {
         }
     }
 
-    async fn follow(&self, req: &GetRequest, tally: &mut Tally) -> Result<Response> {
-        let mut url = req.url.clone();
-        let mut chain: Vec<Url> = vec![url.clone()];
-        loop {
-            let key = self.key_of(&url).ok_or_else(|| Error::InvalidUrl {
-                input: url.to_string(),
-                reason: "the URL has no host".into(),
-                source: None,
-            })?;
-            self.check_address(&url)?;
-            // What another process learned (or cleared) counts before this call queues.
-            self.inner
-                .hosts
-                .refresh(&self.inner.gate, &key, &mut tally.notes)
-                .await;
-            let mut permit = self
-                .inner
-                .gate
-                .acquire(&key, req.deadline)
-                .await
-                .map_err(|t| gate_refusal(t, None, None))?;
-            tally.gate_wait += permit.waited();
-            let hop = self
-                .send_with_one_retry(&mut permit, &url, req, tally)
-                .await?;
-            drop(permit);
-            let next = match hop {
-                send::Hop::Done(resp) => return Ok(*resp),
-                send::Hop::Redirect(next) => next,
-            };
-            let looped = chain.contains(&next);
-            chain.push(next.clone());
-            if looped || chain.len() - 1 > self.inner.max_redirects {
-                let message = if looped {
-                    format!("redirect loop: {}", join_chain(&chain))
-                } else {
-                    format!(
-                        "more than {} redirects: {}",
-                        self.inner.max_redirects,
-                        join_chain(&chain)
-                    )
-                };
-                return Err(Error::Redirect {
-                    message,
-                    hops: chain.len() - 1,
-                });
-            }
-            url = next;
-        }
-    }
-
-    /// With `--deny-private-networks`, refuses a URL whose host is a non-public IP address
-    /// (names are checked as they resolve).
-    fn check_address(&self, url: &Url) -> Result<()> {
-        if !self.inner.setup.deny_private_networks {
-            return Ok(());
-        }
-        let ip = match url.host() {
-            Some(url::Host::Ipv4(ip)) => std::net::IpAddr::V4(ip),
-            Some(url::Host::Ipv6(ip)) => std::net::IpAddr::V6(ip),
-            _ => return Ok(()),
-        };
-        match guard::private_kind(ip) {
-            Some(kind) => Err(Error::InvalidUrl {
-                input: url.to_string(),
-                reason: format!("{ip} is a {kind} address (refused by --deny-private-networks)"),
-                source: None,
-            }),
-            None => Ok(()),
-        }
-    }
-
     /// Waits until this permit's holder may send: the freshest shared state and its pacing
     /// (holding only the permit), then a global slot, then the host's shared send slot,
     /// right before the send. A slot another process holds is waited for like a busy
@@ -354,7 +286,7 @@ impl Client {
     async fn clear_to_send(
         &self,
         permit: &mut Permit,
-        req: &GetRequest,
+        req: &GetRequest<'_>,
         tally: &mut Tally,
     ) -> Result<Cleared<'_>> {
         let started = Instant::now();
@@ -366,7 +298,7 @@ impl Client {
     async fn clear_to_send_inner(
         &self,
         permit: &mut Permit,
-        req: &GetRequest,
+        req: &GetRequest<'_>,
         tally: &mut Tally,
     ) -> Result<Cleared<'_>> {
         let gate = &self.inner.gate;
@@ -429,7 +361,7 @@ impl Client {
         &self,
         permit: &mut Permit,
         url: &Url,
-        req: &GetRequest,
+        req: &GetRequest<'_>,
         tally: &mut Tally,
     ) -> Result<send::Hop> {
         let mut refused_once = false;

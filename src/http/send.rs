@@ -144,7 +144,7 @@ impl Client {
         &self,
         permit: &mut Permit,
         url: &Url,
-        req: &GetRequest,
+        req: &GetRequest<'_>,
         notes: &mut Notes,
     ) -> Result<Sent> {
         let client = self.pool_for(is_loopback(url)).await?;
@@ -218,13 +218,7 @@ impl Client {
                 reason: format!("bad redirect Location from {url}"),
                 source: Some(e),
             })?;
-            if !matches!(next.scheme(), "http" | "https") {
-                return Err(Error::InvalidUrl {
-                    input: next.to_string(),
-                    reason: format!("redirect from {url} to a non-http(s) URL"),
-                    source: None,
-                });
-            }
+            // Its scheme, address and robots.txt are checked before it is sent (`hops.rs`).
             return Ok(Sent::Hop(Hop::Redirect(next)));
         }
         let final_url = resp.url().clone();

@@ -1,16 +1,13 @@
 //! `fetch_articles`: pages through the cache and the gate, each reduced to its readable
 //! article; robots.txt consulted first when asked (the MCP server always asks).
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use chrono::Utc;
 use tokio::time::Instant;
 use url::Url;
 
 use super::cached::{CachedGet, Got};
 use super::{CacheMode, Context, compute};
-use crate::article::{self, robots::Robots};
+use crate::article;
 use crate::cache::{Entry, Kind};
 use crate::date;
 use crate::error::Error;
@@ -24,12 +21,6 @@ use crate::schedule::{Job, run_batch};
 
 /// What the `Accept` header asks for when fetching a page to read.
 const ACCEPT_ARTICLE: &str = "text/html, application/xhtml+xml;q=0.9, */*;q=0.5";
-/// What the `Accept` header asks for when fetching a robots.txt.
-const ACCEPT_ROBOTS: &str = "text/plain, */*;q=0.5";
-/// How long a robots.txt is trusted when it says nothing of its own freshness.
-const ROBOTS_FRESHNESS: Duration = Duration::from_secs(24 * 3600);
-/// How long a robots.txt that could not be read (`5xx`, no answer) disallows its host.
-const ROBOTS_FAILURE_HOLD: Duration = Duration::from_secs(60);
 
 /// Options of `fetch_articles`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -45,20 +36,21 @@ pub struct ArticleOptions {
     pub respect_robots: bool,
     /// The call's deadline, as for [`super::FetchOptions::deadline`].
     pub deadline: Option<Instant>,
+    /// When the call began (set by the operation that reads the pages): the robots.txt
+    /// files this process read before it are asked again under `--refresh`, `--no-cache`
+    /// and revalidation.
+    pub(crate) started: Option<Instant>,
 }
 
-/// What a host's robots.txt allows, as this process last read it.
-#[derive(Debug, Clone)]
-pub(crate) enum RobotsRead {
-    /// Read (or a `4xx`: allow all), until its freshness ends.
-    Rules(Arc<Robots>),
-    /// Could not be read: every page of the host is disallowed for now, because of this.
-    Unavailable(String),
+impl ArticleOptions {
+    /// These options for a call beginning now, unless its beginning is already known.
+    pub(crate) fn for_call(&self) -> ArticleOptions {
+        ArticleOptions {
+            started: Some(self.started.unwrap_or_else(Instant::now)),
+            ..*self
+        }
+    }
 }
-
-/// Parsed robots.txt rules by origin, with when each stops being trusted.
-pub(crate) type RobotsMemo =
-    std::sync::Mutex<std::collections::HashMap<String, (RobotsRead, Instant)>>;
 
 /// One page's result with its warnings.
 pub(crate) struct PageOutcome {
@@ -124,6 +116,7 @@ pub async fn fetch_articles(
     on_progress: &(dyn Fn(usize, usize) + Sync),
 ) -> ArticleOutput {
     let fetched_at = date::format(&Utc::now());
+    let opts = &opts.for_call();
     let deadline = super::deadline::gate_deadline(ctx, opts.deadline);
     let outcomes = read_batch(ctx, inputs, opts, deadline, on_progress).await;
     let mut out = ArticleOutput {
@@ -313,8 +306,11 @@ async fn read_http(
     opts: &ArticleOptions,
     deadline: Instant,
 ) -> PageOutcome {
+    // robots.txt is asked before a cached copy is served, and again of every hop sent.
+    let since = opts.started.unwrap_or_else(Instant::now);
+    let robots = super::robots::RobotsGuard::new(ctx, opts.cache, since);
     if opts.respect_robots
-        && let Err(e) = ctx.robots_allow(&page, deadline).await
+        && let Err(e) = robots.allow(&page, deadline).await
     {
         return PageOutcome::failed(url, &e, opts);
     }
@@ -329,6 +325,9 @@ async fn read_http(
             deadline,
             accept: ACCEPT_ARTICLE,
             refuse: Some(article::refuse),
+            hops: opts
+                .respect_robots
+                .then_some(&robots as &dyn crate::http::HopCheck),
         })
         .await;
     let mut o = match f.got {
@@ -372,9 +371,10 @@ pub async fn read_item_article(
         };
         return (PageOutcome::failed("", &err, opts).result, Vec::new());
     };
+    let opts = &opts.for_call();
     let o = read_cut(
         ctx,
-        crate::inputs::classify(url),
+        crate::inputs::classify_link(url),
         opts,
         super::deadline::gate_deadline(ctx, opts.deadline),
     )
@@ -385,131 +385,4 @@ pub async fn read_item_article(
         .map(|w| crate::model::Warning::new(w.url, w.code, w.message))
         .collect();
     (o.result, warnings)
-}
-
-impl Context {
-    /// Whether the robots.txt of `page`'s origin lets us read it: `Ok`, or
-    /// `ROBOTS_DISALLOWED` naming the rule (or why the robots.txt could not be read).
-    pub(crate) async fn robots_allow(
-        &self,
-        page: &Url,
-        deadline: Instant,
-    ) -> crate::error::Result<()> {
-        let Some(robots_url) = article::robots::robots_url(page) else {
-            return Ok(());
-        };
-        let origin = robots_url.as_str().to_owned();
-        let known = {
-            let memo = self.robots.lock().unwrap_or_else(|e| e.into_inner());
-            memo.get(&origin)
-                .filter(|(_, until)| Instant::now() < *until)
-                .map(|(r, _)| r.clone())
-        };
-        let read = match known {
-            Some(r) => r,
-            None => {
-                let (read, trusted_for) = self.read_robots(page, &robots_url, deadline).await;
-                let mut memo = self.robots.lock().unwrap_or_else(|e| e.into_inner());
-                if memo.len() > 4096 {
-                    let now = Instant::now();
-                    memo.retain(|_, (_, until)| now < *until);
-                }
-                memo.insert(origin.clone(), (read.clone(), Instant::now() + trusted_for));
-                read
-            }
-        };
-        let disallow = |rule: Option<String>, reason: String| Error::RobotsDisallowed {
-            url: page.to_string(),
-            robots_url: origin.clone(),
-            rule,
-            reason,
-        };
-        match read {
-            RobotsRead::Rules(r) => match r.disallowed(page) {
-                None => Ok(()),
-                Some(rule) => Err(disallow(Some(rule.clone()), rule)),
-            },
-            RobotsRead::Unavailable(why) => Err(disallow(None, why)),
-        }
-    }
-
-    /// Fetches and parses `robots_url` (through the cache and the gate); the rules and for
-    /// how long to trust them. A crawl delay it sets is taught to the gate for the host.
-    async fn read_robots(
-        &self,
-        page: &Url,
-        robots_url: &Url,
-        deadline: Instant,
-    ) -> (RobotsRead, Duration) {
-        let token = article::robots::agent_token(&self.config.user_agent);
-        let key = robots_url.as_str();
-        let now_ms = crate::cache::now_ms();
-        // A copy still fresh is parsed with no request.
-        let cache = self.cache_of(Kind::Robots, CacheMode::Revalidate);
-        let (cached, _) = super::cached::load(cache.as_ref(), key).await;
-        let fresh = |e: &Entry| {
-            let until = e.meta.fresh_until_ms.unwrap_or(
-                e.meta
-                    .received_ms
-                    .saturating_add(ROBOTS_FRESHNESS.as_millis() as u64),
-            );
-            (now_ms < until).then(|| Duration::from_millis(until - now_ms))
-        };
-        let (body, trusted_for) = match cached.as_ref().and_then(|e| fresh(e).map(|d| (e, d))) {
-            Some((e, d)) => (Some(e.body.clone()), d),
-            None => {
-                let f = self
-                    .cached_get(CachedGet {
-                        kind: Kind::Robots,
-                        key,
-                        url: robots_url.clone(),
-                        mode: CacheMode::Revalidate,
-                        stale_if_error: false,
-                        since: None,
-                        deadline,
-                        accept: ACCEPT_ROBOTS,
-                        refuse: None,
-                    })
-                    .await;
-                match f.got {
-                    Got::Fresh(resp) => {
-                        let d = resp.freshness.lifetime.unwrap_or(ROBOTS_FRESHNESS);
-                        (Some(resp.body), d)
-                    }
-                    Got::Cached(e, _) | Got::Stale(e) => {
-                        let d = fresh(&e).unwrap_or(ROBOTS_FRESHNESS);
-                        (Some(e.body), d)
-                    }
-                    Got::Failed(Error::HttpStatus { status, .. })
-                        if (400..500).contains(&status) =>
-                    {
-                        (None, ROBOTS_FRESHNESS)
-                    }
-                    Got::Failed(e) => {
-                        let why = format!(
-                            "its robots.txt could not be read ({}): {e}",
-                            e.code().as_str()
-                        );
-                        return (RobotsRead::Unavailable(why), ROBOTS_FAILURE_HOLD);
-                    }
-                }
-            }
-        };
-        let robots = match body {
-            Some(b) => Robots::parse(&token, &b.into_vec()),
-            None => Robots::allow_all(),
-        };
-        if let Some(host) = self.client.key_of(page) {
-            let gate = self.client.gate();
-            let before = gate.state_of(&host);
-            let event =
-                gate.learn_crawl_delay(&host, robots.crawl_delay, Instant::now() + trusted_for);
-            let mut notes = crate::hosts::Notes::default();
-            self.client
-                .hosts()
-                .publish(gate, &host, before, event, &mut notes)
-                .await;
-        }
-        (RobotsRead::Rules(Arc::new(robots)), trusted_for)
-    }
 }

@@ -34,6 +34,8 @@ pub(crate) struct CachedGet<'a> {
     pub accept: &'static str,
     /// What the caller will not read (a page's non-HTML body), checked before the body.
     pub refuse: Option<Refuse>,
+    /// What every hop must pass before it is sent (a page read's robots.txt).
+    pub hops: Option<&'a dyn crate::http::HopCheck>,
 }
 
 /// What the GET gave.
@@ -156,6 +158,7 @@ impl Context {
                 deadline: req.deadline,
                 accept: req.accept,
                 refuse: req.refuse,
+                hops: req.hops,
             })
             .await;
         warnings.extend(

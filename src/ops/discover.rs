@@ -28,6 +28,7 @@ pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
                     deadline: ctx.client.deadline(),
                     accept: ACCEPT_PAGES,
                     refuse: None,
+                    hops: None,
                 })
                 .await;
             exchange = super::exchange_warnings(&input.feed_url, &mut ex);

@@ -118,7 +118,7 @@ pub async fn fetch_feeds(
                                 continue;
                             }
                             if let Some(url) = &item.url {
-                                let _ = tx.send((index, i, crate::inputs::classify(url)));
+                                let _ = tx.send((index, i, crate::inputs::classify_link(url)));
                             }
                         }
                     }
@@ -132,7 +132,7 @@ pub async fn fetch_feeds(
         outcomes
     };
     let pages = async {
-        let Some(aopts) = opts.articles else {
+        let Some(aopts) = opts.articles.map(|a| a.for_call()) else {
             return Vec::new();
         };
         let mut running = futures::stream::FuturesUnordered::new();
@@ -319,6 +319,7 @@ async fn fetch_http(
             deadline,
             accept: ACCEPT_FEEDS,
             refuse: None,
+            hops: None,
         })
         .await;
     let mut o = match f.got {

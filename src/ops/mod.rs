@@ -11,6 +11,7 @@ mod fetch;
 mod hosts;
 pub mod pages;
 mod request;
+mod robots;
 mod show;
 
 use crate::model::WarningCode;
@@ -46,7 +47,7 @@ pub struct Context {
     /// The resolved configuration.
     pub config: Config,
     /// robots.txt rules read by this process, by origin.
-    pub(crate) robots: std::sync::Arc<article::RobotsMemo>,
+    pub(crate) robots: std::sync::Arc<robots::RobotsMemo>,
     /// The key this process signs page cursors with ([`pages`]).
     pub cursor_key: pages::CursorKey,
 }

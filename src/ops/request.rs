@@ -91,6 +91,7 @@ impl FetchRequest {
             stale_if_error: o.stale_if_error,
             respect_robots: self.respect_robots,
             deadline: self.deadline,
+            started: None,
         })
     }
 
@@ -133,6 +134,7 @@ impl FetchRequest {
                 stale_if_error: self.stale_if_error,
                 respect_robots: self.respect_robots,
                 deadline: self.deadline,
+                started: None,
             }),
             deadline: self.deadline,
         })

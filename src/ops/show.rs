@@ -104,6 +104,7 @@ pub async fn show_item(
             deadline: ctx.client.deadline(),
             accept: ACCEPT_FEEDS,
             refuse: None,
+            hops: None,
         })
         .await;
     for (code, msg) in f.warnings {

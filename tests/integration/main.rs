@@ -22,5 +22,6 @@ mod pacing;
 mod parsing;
 mod readme;
 mod redis;
+mod robots;
 mod selection;
 mod signals;

@@ -1,0 +1,110 @@
+//! Every hop of a request, in one place: the redirect chain, and the checks each hop
+//! passes before anything is sent to it — an http(s) URL with a host, the private-network
+//! guard on an address literal (names are checked as they resolve, `guard.rs`), and the
+//! caller's own check ([`HopCheck`]: a page read's robots.txt, asked of the hop's own host).
+//! A hop that fails a check is never requested.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use tokio::time::Instant;
+use url::Url;
+
+use super::classify::{gate_refusal, join_chain};
+use super::{Client, GetRequest, Response, Tally, guard, send};
+use crate::error::{Error, Result};
+use crate::gate::HostKey;
+
+/// The future a [`HopCheck`] gives.
+pub type HopFuture<'a> = Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>>;
+
+/// What a caller asks of every hop of its request besides the client's own checks, before
+/// the hop is sent (a page read: the hop host's robots.txt allows it). An error is the
+/// request's answer.
+pub trait HopCheck: Send + Sync + std::fmt::Debug {
+    /// `Ok` when `url` may be requested; `deadline` is the call's gate budget.
+    fn check<'a>(&'a self, url: &'a Url, deadline: Instant) -> HopFuture<'a>;
+}
+
+impl Client {
+    /// Fetches `req.url`, following redirects; each hop is checked before it is sent and
+    /// gated like any send.
+    pub(super) async fn follow(&self, req: &GetRequest<'_>, tally: &mut Tally) -> Result<Response> {
+        let mut url = req.url.clone();
+        let mut chain: Vec<Url> = vec![url.clone()];
+        loop {
+            let key = self.check_hop(&url, &chain, req).await?;
+            // What another process learned (or cleared) counts before this call queues.
+            self.inner
+                .hosts
+                .refresh(&self.inner.gate, &key, &mut tally.notes)
+                .await;
+            let mut permit = self
+                .inner
+                .gate
+                .acquire(&key, req.deadline)
+                .await
+                .map_err(|t| gate_refusal(t, None, None))?;
+            tally.gate_wait += permit.waited();
+            let hop = self
+                .send_with_one_retry(&mut permit, &url, req, tally)
+                .await?;
+            drop(permit);
+            let next = match hop {
+                send::Hop::Done(resp) => return Ok(*resp),
+                send::Hop::Redirect(next) => next,
+            };
+            let looped = chain.contains(&next);
+            chain.push(next.clone());
+            if looped || chain.len() - 1 > self.inner.max_redirects {
+                let message = if looped {
+                    format!("redirect loop: {}", join_chain(&chain))
+                } else {
+                    format!(
+                        "more than {} redirects: {}",
+                        self.inner.max_redirects,
+                        join_chain(&chain)
+                    )
+                };
+                return Err(Error::Redirect {
+                    message,
+                    hops: chain.len() - 1,
+                });
+            }
+            url = next;
+        }
+    }
+
+    /// The checks of one hop (`url`, the last of `chain`), in order: its scheme, its host
+    /// (the gate's key, returned), the private-network guard, the caller's [`HopCheck`].
+    /// No permit is held meanwhile (the caller's check may read a robots.txt).
+    async fn check_hop(&self, url: &Url, chain: &[Url], req: &GetRequest<'_>) -> Result<HostKey> {
+        let from = chain.len().checked_sub(2).and_then(|i| chain.get(i));
+        if !matches!(url.scheme(), "http" | "https") {
+            let reason = match from {
+                Some(from) => format!("redirect from {from} to a non-http(s) URL"),
+                None => format!(
+                    "the scheme {:?} is not fetched (only http and https)",
+                    url.scheme()
+                ),
+            };
+            return Err(Error::InvalidUrl {
+                input: url.to_string(),
+                reason,
+                source: None,
+            });
+        }
+        let key = self.key_of(url).ok_or_else(|| Error::InvalidUrl {
+            input: url.to_string(),
+            reason: "the URL has no host".into(),
+            source: None,
+        })?;
+        if self.inner.setup.deny_private_networks {
+            guard::refuse_literal(url)?;
+        }
+        if let Some(check) = req.hops {
+            check.check(url, req.deadline).await?;
+        }
+        Ok(key)
+    }
+}
