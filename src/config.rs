@@ -58,6 +58,8 @@ pub const ENV_HOST_KEY: &str = "RSS_HOST_KEY";
 pub const ENV_MAX_FRESHNESS: &str = "RSS_MAX_FRESHNESS_SECS";
 /// Default `--max-freshness`: one hour.
 pub const DEFAULT_MAX_FRESHNESS: Duration = Duration::from_secs(3600);
+/// Environment variable: the config file to read (`--config`).
+pub const ENV_CONFIG: &str = "RSS_CONFIG";
 /// Environment variable (for tests): moves this process's wall clock, as the host-state
 /// file store reads it, by this many milliseconds (negative: behind).
 pub const ENV_TEST_WALL_CLOCK_SKEW: &str = "RSS_TEST_WALL_CLOCK_SKEW_MS";
@@ -141,6 +143,9 @@ pub struct Overrides {
     pub host_key: Option<String>,
     /// `rss mcp --call-timeout` in seconds.
     pub call_timeout_secs: Option<u64>,
+    /// Whether page reads honour robots.txt by default (the config file's `[defaults]`;
+    /// `--respect-robots` asks for it per command).
+    pub respect_robots: Option<bool>,
 }
 
 /// Every runtime parameter, resolved once before any I/O.
@@ -181,6 +186,9 @@ pub struct Config {
     pub host_key: KeyMode,
     /// The MCP server's deadline for one tool call, everything included (`--call-timeout`).
     pub call_timeout: Duration,
+    /// Whether the CLI's page reads honour robots.txt without `--respect-robots` (the config
+    /// file's `[defaults] respect_robots`).
+    pub respect_robots: bool,
 }
 
 impl Default for Config {
@@ -202,6 +210,7 @@ impl Default for Config {
             max_freshness: DEFAULT_MAX_FRESHNESS,
             host_key: KeyMode::Host,
             call_timeout: DEFAULT_CALL_TIMEOUT,
+            respect_robots: false,
         }
     }
 }
@@ -237,6 +246,39 @@ fn proxy_hosts(env: &impl Fn(&str) -> Option<String>) -> Vec<String> {
     hosts
 }
 
+/// Where the config file is looked for: `--config`, else `RSS_CONFIG`, else
+/// `$XDG_CONFIG_HOME/rss/config.toml` (the OS's config directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigFile {
+    /// The path (`None`: no config directory is known).
+    pub path: Option<PathBuf>,
+    /// Named by `--config` or `RSS_CONFIG`, so it must exist (the default location may
+    /// hold nothing).
+    pub explicit: bool,
+}
+
+/// Where the config file is: `flag` (`--config`), else `RSS_CONFIG` from `env`, else the
+/// default location.
+pub fn config_file(flag: Option<&std::path::Path>, env: impl Fn(&str) -> Option<String>) -> ConfigFile {
+    if let Some(p) = flag {
+        return ConfigFile {
+            path: Some(p.to_path_buf()),
+            explicit: true,
+        };
+    }
+    if let Some(p) = env(ENV_CONFIG).filter(|p| !p.trim().is_empty()) {
+        return ConfigFile {
+            path: Some(PathBuf::from(p)),
+            explicit: true,
+        };
+    }
+    ConfigFile {
+        path: directories::ProjectDirs::from("", "", "rss")
+            .map(|d| d.config_dir().join("config.toml")),
+        explicit: false,
+    }
+}
+
 impl Config {
     /// The caps on a local read: the body cap and the timeout.
     pub fn read_limits(&self) -> ReadLimits {
@@ -251,15 +293,32 @@ impl Config {
         Config::resolve(overrides, |name| std::env::var(name).ok())
     }
 
+    /// Resolves flags over the process environment over `file` (the config file's
+    /// `[defaults]`, in the flags' shape) over defaults.
+    pub fn from_env_with(overrides: Overrides, file: &Overrides) -> Result<Config> {
+        Config::resolve_layers(overrides, |name| std::env::var(name).ok(), file)
+    }
+
     /// Resolves flags over `env` over defaults; an invalid value is a usage error.
     pub fn resolve(overrides: Overrides, env: impl Fn(&str) -> Option<String>) -> Result<Config> {
+        Config::resolve_layers(overrides, env, &Overrides::default())
+    }
+
+    /// Resolves flags over `env` over `file` over defaults: each setting from the first
+    /// layer that gives it; an invalid value is a usage error.
+    pub fn resolve_layers(
+        overrides: Overrides,
+        env: impl Fn(&str) -> Option<String>,
+        file: &Overrides,
+    ) -> Result<Config> {
         let mut config = Config::default();
         let gate = &mut config.gate;
 
         let n = match overrides.host_concurrency {
             Some(n) => Some(n as u64),
             None => env_number(&env, ENV_HOST_CONCURRENCY)?,
-        };
+        }
+        .or(file.host_concurrency.map(|n| n as u64));
         if let Some(n) = n {
             in_range(
                 n,
@@ -275,7 +334,8 @@ impl Config {
         let wait = match overrides.max_gate_wait_secs {
             Some(s) => Some(s),
             None => env_number(&env, ENV_MAX_GATE_WAIT)?,
-        };
+        }
+        .or(file.max_gate_wait_secs);
         if let Some(secs) = wait {
             in_range(
                 secs,
@@ -289,23 +349,30 @@ impl Config {
             .clone()
             .or_else(|| env(ENV_GATE_STORE))
             .filter(|s| !s.trim().is_empty());
+        let host_state_env = env(ENV_HOST_STATE).filter(|v| !v.trim().is_empty());
         config.host_state = if overrides.no_host_state {
             HostStateSetting::Off
         } else if let Some(url) = gate_store {
             HostStateSetting::Redis(gate_store_url(url.trim())?)
-        } else {
-            match env(ENV_HOST_STATE).as_deref().map(str::trim) {
-                None | Some("" | "on" | "1" | "true" | "files") => HostStateSetting::Files,
-                Some("off" | "0" | "false") => HostStateSetting::Off,
-                Some(other) => {
+        } else if let Some(v) = host_state_env {
+            match v.trim() {
+                "on" | "1" | "true" | "files" => HostStateSetting::Files,
+                "off" | "0" | "false" => HostStateSetting::Off,
+                other => {
                     return Err(Error::usage(format!(
                         "{ENV_HOST_STATE}={other:?} is not one of on, off"
                     )));
                 }
             }
+        } else if file.no_host_state {
+            HostStateSetting::Off
+        } else if let Some(url) = &file.gate_store {
+            HostStateSetting::Redis(gate_store_url(url.trim())?)
+        } else {
+            HostStateSetting::Files
         };
 
-        if let Some(secs) = overrides.timeout_secs {
+        if let Some(secs) = overrides.timeout_secs.or(file.timeout_secs) {
             if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
                 return Err(Error::usage(format!(
                     "--timeout must be a number of seconds between 0 and 86400, got {secs}"
@@ -315,7 +382,8 @@ impl Config {
         }
         config.deny_private_networks = overrides.deny_private_networks
             || match env(ENV_DENY_PRIVATE_NETWORKS).as_deref().map(str::trim) {
-                None | Some("" | "0" | "false" | "off") => false,
+                None | Some("") => file.deny_private_networks,
+                Some("0" | "false" | "off") => false,
                 Some("1" | "true" | "on") => true,
                 Some(other) => {
                     return Err(Error::usage(format!(
@@ -323,11 +391,15 @@ impl Config {
                     )));
                 }
             };
-        if let Some(bytes) = overrides.max_body_bytes {
+        if let Some(bytes) = overrides.max_body_bytes.or(file.max_body_bytes) {
             in_range(bytes, limits::MAX_BODY_BYTES, "--max-body-bytes")?;
             config.max_body_bytes = bytes;
         }
-        if let Some(ua) = overrides.user_agent.or_else(|| env(ENV_USER_AGENT)) {
+        if let Some(ua) = overrides
+            .user_agent
+            .or_else(|| env(ENV_USER_AGENT))
+            .or_else(|| file.user_agent.clone())
+        {
             if ua.trim().is_empty() || ua.chars().any(|c| c.is_control()) || ua.len() > 512 {
                 return Err(Error::usage(
                     "--user-agent / RSS_USER_AGENT must be printable text of 1 to 512 bytes",
@@ -338,16 +410,21 @@ impl Config {
         let cache_max = match overrides.cache_max_bytes {
             Some(n) => Some(n),
             None => env_number(&env, ENV_CACHE_MAX_BYTES)?,
-        };
+        }
+        .or(file.cache_max_bytes);
         if let Some(n) = cache_max {
             config.cache_max_bytes = n;
         }
-        if let Some(n) = overrides.concurrency {
+        if let Some(n) = overrides.concurrency.or(file.concurrency) {
             in_range(n as u64, limits::CONCURRENCY, "--concurrency")?;
             config.concurrency = n;
         }
         config.proxy_hosts = proxy_hosts(&env);
-        let key = overrides.host_key.clone().or_else(|| env(ENV_HOST_KEY));
+        let key = overrides
+            .host_key
+            .clone()
+            .or_else(|| env(ENV_HOST_KEY))
+            .or_else(|| file.host_key.clone());
         config.host_key = match key.as_deref().map(str::trim) {
             None | Some("" | "host") => KeyMode::Host,
             Some("site") => KeyMode::Site,
@@ -361,7 +438,8 @@ impl Config {
         let call = match overrides.call_timeout_secs {
             Some(s) => Some(s),
             None => env_number(&env, ENV_CALL_TIMEOUT)?,
-        };
+        }
+        .or(file.call_timeout_secs);
         if let Some(secs) = call {
             in_range(
                 secs,
@@ -373,7 +451,8 @@ impl Config {
         let freshness = match overrides.max_freshness_secs {
             Some(s) => Some(s),
             None => env_number(&env, ENV_MAX_FRESHNESS)?,
-        };
+        }
+        .or(file.max_freshness_secs);
         if let Some(secs) = freshness {
             in_range(
                 secs,
@@ -382,6 +461,10 @@ impl Config {
             )?;
             config.max_freshness = Duration::from_secs(secs);
         }
+        config.respect_robots = overrides
+            .respect_robots
+            .or(file.respect_robots)
+            .unwrap_or(false);
         if let Some(skew) = env(ENV_TEST_WALL_CLOCK_SKEW).filter(|s| !s.trim().is_empty()) {
             config.wall_clock_skew_ms = skew.trim().parse().map_err(|_| {
                 Error::usage(format!(
@@ -393,6 +476,8 @@ impl Config {
             config.cache_dir = Some(dir);
         } else if let Some(dir) = env(ENV_CACHE_DIR).filter(|d| !d.is_empty()) {
             config.cache_dir = Some(PathBuf::from(dir));
+        } else if let Some(dir) = &file.cache_dir {
+            config.cache_dir = Some(dir.clone());
         }
         Ok(config)
     }

@@ -32,10 +32,11 @@ pub struct Input {
 /// Classifies one input string.
 pub fn classify(raw: &str) -> Input {
     let given = raw.trim();
+    let shown = crate::redact::text(given).into_owned();
     let invalid = |reason: String, source: Option<url::ParseError>| Input {
-        feed_url: given.to_owned(),
+        feed_url: shown.clone(),
         source: Source::Invalid(Error::InvalidUrl {
-            input: given.to_owned(),
+            input: shown.clone(),
             reason,
             source,
         }),
@@ -53,7 +54,9 @@ pub fn classify(raw: &str) -> Input {
                         invalid("the URL has no host".into(), None)
                     } else {
                         Input {
-                            feed_url: url.to_string(),
+                            // Named with its password masked everywhere it is echoed; the
+                            // URL keeps it, for the client to send as Basic auth.
+                            feed_url: crate::redact::url(&url),
                             source: Source::Http(url),
                         }
                     }

@@ -4,6 +4,8 @@
 //! - `model`    — the output contract (serde + schemars types, `SCHEMA_VERSION`)
 //! - `error`    — the one error enum, stable codes, details, exit codes
 //! - `config`   — runtime parameters and defaults; the one reader of `RSS_*` variables
+//! - `settings` — the owner's config file: defaults, rules per site, secrets by reference
+//! - `redact`   — what is never printed: secrets, and the passwords of URLs
 //! - `gate`     — the per-host request gate: permits, pacing, learned cooldowns
 //! - `hosts`    — learned host state shared beyond the process (file and Redis stores)
 //! - `http`     — the shared client: gated conditional GETs within size and time limits
@@ -50,7 +52,9 @@ pub mod model;
 pub mod ops;
 pub(crate) mod output;
 pub(crate) mod payload;
+pub mod redact;
 pub(crate) mod schedule;
+pub mod settings;
 pub(crate) mod text;
 pub(crate) mod urls;
 

@@ -18,8 +18,8 @@ use crate::gate::HostKey;
 /// Workers for the jobs that need no host (local files, invalid inputs).
 const LOCAL_WORKERS: usize = 8;
 
-/// One host's pending jobs (each with its place in the batch): the host, how many there
-/// were, the queue.
+/// One host's pending jobs (each with its place in the batch): the host, its workers, the
+/// queue.
 type HostQueue<T> = (Option<HostKey>, usize, Mutex<VecDeque<Numbered<T>>>);
 
 /// A job with its place in the batch.
@@ -30,6 +30,8 @@ type Numbered<T> = (usize, Job<T>);
 pub struct Job<T> {
     /// The host the job sends to, if any.
     pub host: Option<HostKey>,
+    /// The host's permits when its config rule sets them (`None`: the batch's `per_host`).
+    pub permits: Option<usize>,
     /// What to run.
     pub payload: T,
 }
@@ -60,17 +62,20 @@ where
     let results: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(total));
     let queues: Vec<HostQueue<T>> = queues
         .into_iter()
-        .map(|(h, q)| (h, q.len(), Mutex::new(q)))
+        .map(|(h, q)| {
+            // A host gets one worker per permit.
+            let n = if h.is_none() {
+                LOCAL_WORKERS.min(q.len())
+            } else {
+                let permits = q.iter().filter_map(|(_, j)| j.permits).max();
+                permits.unwrap_or(per_host).max(1).min(q.len())
+            };
+            (h, n, Mutex::new(q))
+        })
         .collect();
     let mut workers = Vec::new();
-    for (host, len, queue) in &queues {
-        // A host gets one worker per permit.
-        let n = if host.is_none() {
-            LOCAL_WORKERS.min(*len)
-        } else {
-            per_host.max(1).min(*len)
-        };
-        for _ in 0..n {
+    for (_, n, queue) in &queues {
+        for _ in 0..*n {
             workers.push(async {
                 loop {
                     // The lock is never held across an await.
@@ -113,12 +118,14 @@ mod tests {
         for i in 0..4 {
             jobs.push(Job {
                 host: host("http://slow.test/"),
+                permits: None,
                 payload: (i, 10u64),
             });
         }
         for i in 4..8 {
             jobs.push(Job {
                 host: host(&format!("http://fast{}.test/", i)),
+                permits: None,
                 payload: (i, 1u64),
             });
         }

@@ -26,7 +26,7 @@ pub(crate) struct Robots {
 
 /// The robots.txt of `url`'s origin.
 pub(crate) fn robots_url(url: &Url) -> Option<Url> {
-    let mut u = url.clone();
+    let mut u = crate::redact::split_userinfo(url).0;
     u.set_path("/robots.txt");
     u.set_query(None);
     u.set_fragment(None);

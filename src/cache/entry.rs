@@ -48,6 +48,13 @@ pub struct Meta {
     /// The server said `must-revalidate`: a stale copy is never served without asking.
     #[serde(default)]
     pub must_revalidate: bool,
+    /// The body is one user's: fetched with credentials, or marked `Cache-Control: private`.
+    #[serde(default)]
+    pub private: bool,
+    /// A fingerprint of the credentials it was fetched with: it is served only to a request
+    /// made with the same ones (never printed).
+    #[serde(default)]
+    pub credential_id: Option<String>,
 }
 
 impl Meta {
@@ -182,6 +189,10 @@ pub struct StoreRequest<'a> {
     pub received_ms: u64,
     /// What the response said of its freshness.
     pub freshness: crate::cache::freshness::Freshness,
+    /// Fetched with credentials.
+    pub credentialed: bool,
+    /// The fingerprint of those credentials.
+    pub credential_id: Option<&'a str>,
 }
 
 /// Until when (Unix ms) a response that arrived at `received` stays fresh.

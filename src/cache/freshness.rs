@@ -20,6 +20,9 @@ pub struct Freshness {
     /// `must-revalidate`: once stale, never served without asking (not even when the
     /// origin fails).
     pub must_revalidate: bool,
+    /// `private`: for one user only, which a private cache (ours) may keep (RFC 9111
+    /// §5.2.2.7); the entry is listed as `private`.
+    pub private: bool,
 }
 
 fn header(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
@@ -43,6 +46,7 @@ pub fn read(headers: &HeaderMap, now: SystemTime) -> Freshness {
             match name.to_ascii_lowercase().as_str() {
                 "no-store" => f.no_store = true,
                 "no-cache" => f.no_cache = true,
+                "private" => f.private = true,
                 "must-revalidate" | "proxy-revalidate" => f.must_revalidate = true,
                 "max-age" => {
                     if let Some(span) = value.and_then(crate::date::delta_seconds) {

@@ -307,6 +307,8 @@ impl Cache {
                 received_ms,
                 fresh_until_ms: fresh_until(received_ms, &req.freshness),
                 must_revalidate: req.freshness.must_revalidate,
+                private: req.credentialed || req.freshness.private,
+                credential_id: req.credential_id.map(str::to_owned),
             };
             self.write_meta(&meta)?;
             for (_, s) in gone {
@@ -381,6 +383,7 @@ impl Cache {
                         disk_bytes,
                         etag: meta.etag.clone(),
                         last_modified: meta.last_modified.clone(),
+                        private: meta.private,
                     };
                     out.push((meta, info));
                 }
@@ -512,6 +515,8 @@ mod tests {
             content_type: Some("application/rss+xml"),
             received_ms: 0,
             freshness: Default::default(),
+            credentialed: false,
+            credential_id: None,
         }
     }
 

@@ -268,6 +268,7 @@ mod tests {
             content_type: None,
             received_ms: 0,
             freshness: Default::default(),
+            ..StoreRequest::default()
         };
         cache.store(&req, &Payload::from(vec![b'x'; len])).unwrap();
     }

@@ -87,6 +87,10 @@ pub(super) struct GlobalArgs {
     /// again (default 1h; env RSS_MAX_FRESHNESS_SECS).
     #[arg(long, global = true, value_name = "DUR")]
     pub(super) max_freshness: Option<String>,
+    /// The config file: defaults and rules per site (default:
+    /// $XDG_CONFIG_HOME/rss/config.toml; env RSS_CONFIG).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(super) config: Option<PathBuf>,
     /// How errors on stderr are written: auto (words on a terminal, JSON otherwise), json
     /// or text.
     #[arg(long, global = true, value_enum, default_value_t = ErrorFormat::Auto)]
@@ -173,7 +177,8 @@ pub(super) enum Command {
   rss schema --command fetch > fetch.schema.json
   rss schema --command ndjson")]
     Schema {
-        /// fetch, ndjson, ndjson-records, discover, show, cache-list or hosts.
+        /// fetch, ndjson, ndjson-records, article, article-ndjson, discover, show,
+        /// cache-list, hosts, config-check, or config (the config file, for editors).
         #[arg(long, value_name = "COMMAND", default_value = "fetch")]
         command: String,
     },
@@ -194,6 +199,16 @@ pub(super) enum Command {
     Hosts {
         #[command(subcommand)]
         action: Option<HostsAction>,
+    },
+    /// Show where the config file is looked for, or check it and print its rules (every
+    /// secret as ***).
+    #[command(after_help = "Examples:
+  rss config path
+  rss config check
+  rss config check ~/feeds.toml --url https://feeds.example.com/private/feed.xml")]
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
     },
     /// Serve the tools over MCP: on stdin/stdout, or over streamable HTTP with --http.
     #[command(after_help = "Examples:
@@ -256,6 +271,20 @@ pub(super) enum HostsAction {
     Clear {
         /// The host; every host when absent.
         host: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum ConfigAction {
+    /// Print where the config file is looked for.
+    Path,
+    /// Check the config file and print the settings each rule gives (secrets as ***).
+    Check {
+        /// The file to check (default: the one `rss config path` names).
+        file: Option<PathBuf>,
+        /// Also say which rule this URL gets.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
     },
 }
 

@@ -9,6 +9,7 @@ use tracing_indicatif::span_ext::IndicatifSpanExt;
 use super::args::{ArticleArgs, CacheArgs, FetchArgs};
 use super::emit_code;
 use crate::config::{Config, parse_duration};
+use crate::settings::Settings;
 use crate::error::{Error, Result, exit};
 use crate::inputs::{self, Input};
 use crate::local::{self, ReadLimits};
@@ -46,7 +47,7 @@ fn cache_request(cache: &CacheArgs) -> Result<FetchRequest> {
 }
 
 /// Validated fetch parameters, built from the arguments before any I/O.
-fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
+fn fetch_options(args: &FetchArgs, robots_by_default: bool) -> Result<FetchOptions> {
     if args.ndjson_records && args.format != Format::Ndjson {
         return Err(Error::usage("--ndjson-records needs --format ndjson"));
     }
@@ -63,18 +64,18 @@ fn fetch_options(args: &FetchArgs) -> Result<FetchOptions> {
         content: args.content,
         max_content_chars: args.max_content_chars,
         articles: args.articles,
-        respect_robots: args.respect_robots,
+        respect_robots: args.respect_robots || robots_by_default,
         ..cache_request(&args.cache)?
     }
     .options()
 }
 
 /// Validated article parameters.
-fn article_options(args: &ArticleArgs) -> Result<ArticleOptions> {
+fn article_options(args: &ArticleArgs, robots_by_default: bool) -> Result<ArticleOptions> {
     FetchRequest {
         content: args.content,
         max_content_chars: args.max_content_chars,
-        respect_robots: args.respect_robots,
+        respect_robots: args.respect_robots || robots_by_default,
         ..cache_request(&args.cache)?
     }
     .article_options()
@@ -169,15 +170,15 @@ fn batch_code(failed: usize, total: usize) -> u8 {
 
 pub(super) async fn fetch(
     args: FetchArgs,
-    config: Config,
+    (config, settings): (Config, Settings),
     quiet: bool,
     color: bool,
     pretty: bool,
 ) -> Result<u8> {
-    let opts = fetch_options(&args)?;
+    let opts = fetch_options(&args, config.respect_robots)?;
     let limits = config.read_limits();
     let inputs = gather_inputs(&args.urls, &args.input, &args.opml, limits, "feeds").await?;
-    let ctx = Context::new(config);
+    let ctx = Context::with_settings(config, settings);
     let bar = Progress::new(inputs.len(), quiet, "feeds");
     let entered = bar.show.then(|| bar.span.enter());
     let gate = ctx.client.gate();
@@ -204,15 +205,15 @@ pub(super) async fn fetch(
 
 pub(super) async fn article(
     args: ArticleArgs,
-    config: Config,
+    (config, settings): (Config, Settings),
     quiet: bool,
     color: bool,
     pretty: bool,
 ) -> Result<u8> {
-    let opts = article_options(&args)?;
+    let opts = article_options(&args, config.respect_robots)?;
     let limits = config.read_limits();
     let inputs = gather_inputs(&args.urls, &args.input, &[], limits, "pages").await?;
-    let ctx = Context::new(config);
+    let ctx = Context::with_settings(config, settings);
     let bar = Progress::new(inputs.len(), quiet, "pages");
     let entered = bar.show.then(|| bar.span.enter());
     let gate = ctx.client.gate();

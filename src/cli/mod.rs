@@ -14,14 +14,15 @@ use std::io::{IsTerminal, Write};
 
 use clap::{CommandFactory, Parser};
 
-use crate::config::{Config, Overrides, parse_duration};
+use crate::config::{Config, ConfigFile, Overrides, parse_duration};
 use crate::error::{self, Error, Result, exit};
 use crate::feed::RenderOptions;
 use crate::local::FileAccess;
 use crate::mcp::http::{HttpOptions, Token};
 use crate::ops::{self, Context, ShowOptions};
 use crate::output::{self, SchemaKind};
-use args::{CacheAction, Cli, Command, ErrorFormat, GlobalArgs, HostsAction};
+use crate::settings::Settings;
+use args::{CacheAction, Cli, Command, ConfigAction, ErrorFormat, GlobalArgs, HostsAction};
 
 /// Runs the CLI and returns the process exit code; the only place errors become codes.
 pub fn main() -> std::process::ExitCode {
@@ -65,7 +66,11 @@ fn run_main() -> u8 {
         }
         o
     });
-    let config = match given.and_then(Config::from_env) {
+    let settings = match load_settings(&cli) {
+        Ok(s) => s,
+        Err(e) => return report(&e),
+    };
+    let config = match given.and_then(|o| Config::from_env_with(o, &settings.defaults)) {
         Ok(c) => c,
         Err(e) => return report(&e),
     };
@@ -81,11 +86,11 @@ fn run_main() -> u8 {
     let serves = matches!(cli.command, Command::Mcp(_));
     let result = runtime.block_on(async {
         if serves {
-            return run(cli, config).await;
+            return run(cli, config, settings).await;
         }
         let stop = signal::shutdown();
         tokio::select! {
-            r = run(cli, config) => r,
+            r = run(cli, config, settings) => r,
             signal = stop => Err(Error::Interrupted { signal }),
         }
     });
@@ -111,6 +116,32 @@ fn run_main() -> u8 {
         Ok(code) => code,
         Err(e) => report(&e),
     }
+}
+
+/// Where the config file is looked for (`--config`, `RSS_CONFIG`, the default place).
+fn config_file(cli: &Cli) -> ConfigFile {
+    crate::config::config_file(cli.global.config.as_deref(), |name| std::env::var(name).ok())
+}
+
+/// The owner's config file, read and checked before anything else runs, by every command
+/// that fetches or reports; a file that does not parse is a usage error.
+fn load_settings(cli: &Cli) -> Result<Settings> {
+    let file = match &cli.command {
+        Command::Schema { .. }
+        | Command::Completions { .. }
+        | Command::Man
+        | Command::Config {
+            action: ConfigAction::Path,
+        } => return Ok(Settings::default()),
+        Command::Config {
+            action: ConfigAction::Check { file: Some(f), .. },
+        } => ConfigFile {
+            path: Some(f.clone()),
+            explicit: true,
+        },
+        _ => config_file(cli),
+    };
+    Settings::load(&file)
 }
 
 /// The names of every subcommand, as clap knows them (for tests that walk them all).
@@ -162,6 +193,7 @@ fn overrides(g: &GlobalArgs) -> Result<Overrides> {
         deny_private_networks: g.deny_private_networks,
         host_key: g.host_key.clone(),
         call_timeout_secs: None,
+        respect_robots: None,
         max_freshness_secs: g
             .max_freshness
             .as_deref()
@@ -177,22 +209,40 @@ fn overrides(g: &GlobalArgs) -> Result<Overrides> {
     })
 }
 
-async fn run(cli: Cli, config: Config) -> Result<u8> {
+async fn run(cli: Cli, config: Config, settings: Settings) -> Result<u8> {
+    let looked_at = config_file(&cli);
     let g = cli.global;
     let color = !g.no_color
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         && std::io::stdout().is_terminal();
     let pretty = std::io::stdout().is_terminal();
     match cli.command {
-        Command::Fetch(args) => fetch::fetch(args, config, g.quiet, color, pretty).await,
-        Command::Article(args) => fetch::article(args, config, g.quiet, color, pretty).await,
+        Command::Fetch(args) => {
+            fetch::fetch(args, (config, settings), g.quiet, color, pretty).await
+        }
+        Command::Article(args) => {
+            fetch::article(args, (config, settings), g.quiet, color, pretty).await
+        }
+        Command::Config { action } => match action {
+            ConfigAction::Path => {
+                let path = looked_at
+                    .path
+                    .ok_or_else(|| Error::usage("no config directory is known: give --config FILE"))?;
+                let path = path.display().to_string();
+                emit(|w| writeln!(w, "{path}"))
+            }
+            ConfigAction::Check { url, .. } => {
+                let out = ops::config_check(&config, &settings, url.as_deref())?;
+                emit(|w| output::write_json(w, &out, pretty))
+            }
+        },
         Command::Discover { site_url } => {
-            let ctx = Context::new(config);
+            let ctx = Context::with_settings(config, settings);
             let out = ops::discover(&ctx, &site_url).await?;
             emit(|w| output::write_json(w, &out, pretty))
         }
         Command::Show(args) => {
-            let ctx = Context::new(config);
+            let ctx = Context::with_settings(config, settings);
             let opts = ShowOptions {
                 refresh: args.refresh,
                 render: RenderOptions {
@@ -208,7 +258,7 @@ async fn run(cli: Cli, config: Config) -> Result<u8> {
             emit(|w| output::write_json(w, &output::schema(kind), true))
         }
         Command::Cache { action } => {
-            let ctx = Context::new(config);
+            let ctx = Context::with_settings(config, settings);
             match action {
                 CacheAction::Path => {
                     let dir = ctx
@@ -241,7 +291,7 @@ async fn run(cli: Cli, config: Config) -> Result<u8> {
             }
         }
         Command::Hosts { action } => {
-            let ctx = Context::new(config);
+            let ctx = Context::with_settings(config, settings);
             match action {
                 None => {
                     let out = ops::hosts_list(&ctx).await?;
@@ -266,7 +316,7 @@ async fn run(cli: Cli, config: Config) -> Result<u8> {
                 .map(|addr| http_options(addr, &args))
                 .transpose()?;
             let stop = signal::shutdown();
-            let ctx = Context::new(config);
+            let ctx = Context::with_settings(config, settings);
             match http {
                 Some(opts) => crate::mcp::http::serve(ctx, opts, stop).await?,
                 None => crate::mcp::serve(ctx, stop).await?,

@@ -51,6 +51,18 @@ pub enum ErrorCode {
         message = "the host asked to be left alone; wait details.retry_after_seconds before asking for it again"
     )]
     RateLimited,
+    /// The origin wants credentials this run did not have (or refused the ones sent).
+    #[strum(
+        serialize = "AUTH_REQUIRED",
+        message = "the URL needs credentials (details.scheme, details.realm): its owner adds a [[site]] rule with auth to the config file; retrying as is will not help"
+    )]
+    AuthRequired,
+    /// A bot wall answered where a feed or an article was expected.
+    #[strum(
+        serialize = "BLOCKED",
+        message = "a bot wall answered instead of the document (details.provider): rss does not solve challenges; do not retry soon"
+    )]
+    Blocked,
     /// A body over `--max-body-bytes`, or an MCP result over its token budget.
     #[strum(
         serialize = "RESPONSE_TOO_LARGE",

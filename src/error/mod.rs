@@ -25,6 +25,42 @@ pub enum Error {
         /// What was wrong and how to fix it.
         message: String,
     },
+    /// The config file does not parse, names an unknown key, or holds a bad value.
+    #[error("{path}{}: {message}", at(*line, *column))]
+    ConfigFile {
+        /// The file.
+        path: String,
+        /// The line of the problem, from 1.
+        line: Option<usize>,
+        /// Its column, from 1.
+        column: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+    /// The origin wants credentials (`401`, or `403` with `WWW-Authenticate`).
+    #[error("{url} asks for credentials (HTTP {status}{}): {}", challenge_words(scheme.as_deref(), realm.as_deref()), auth_hint(rule.as_deref()))]
+    AuthRequired {
+        /// The URL that asked.
+        url: String,
+        /// 401 or 403.
+        status: u16,
+        /// The scheme it asked for (`Basic`, `Bearer`), if it said.
+        scheme: Option<String>,
+        /// The realm it named, if any.
+        realm: Option<String>,
+        /// The config rule whose credentials were sent and refused, if one was.
+        rule: Option<String>,
+    },
+    /// A bot wall: a challenge page where a feed or an article was expected.
+    #[error("{url} answered with a bot-wall page (HTTP {status}{}) instead of the document: rss does not solve challenges; ask the site for access, or read it another way", provider.as_deref().map(|p| format!(", {p}")).unwrap_or_default())]
+    Blocked {
+        /// The URL that answered.
+        url: String,
+        /// Its status.
+        status: u16,
+        /// Who put the wall up (`cloudflare`, …), when the response names it.
+        provider: Option<String>,
+    },
     /// An input that is not a usable URL or path.
     #[error("invalid URL {input:?}: {reason}")]
     InvalidUrl {
@@ -206,6 +242,33 @@ pub enum Error {
     },
 }
 
+/// `":LINE:COLUMN"`, as far as known.
+fn at(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!(":{l}:{c}"),
+        (Some(l), None) => format!(":{l}"),
+        _ => String::new(),
+    }
+}
+
+/// `", Basic realm \"x\""`: what the server asked for, if it said.
+fn challenge_words(scheme: Option<&str>, realm: Option<&str>) -> String {
+    match (scheme, realm) {
+        (Some(s), Some(r)) => format!(", {s} realm {:?}", echo(r)),
+        (Some(s), None) => format!(", {s}"),
+        (None, Some(r)) => format!(", realm {:?}", echo(r)),
+        (None, None) => String::new(),
+    }
+}
+
+/// What to do about an `AUTH_REQUIRED`.
+fn auth_hint(rule: Option<&str>) -> String {
+    match rule {
+        Some(r) => format!("the credentials of {r} were refused; check them (rss config check)"),
+        None => "add a [[site]] rule with auth for it to the config file (rss config path)".to_owned(),
+    }
+}
+
 /// `": cause"` for a cause, or nothing.
 fn cause_suffix(source: Option<&(dyn std::error::Error + Send + Sync)>) -> String {
     source.map(|s| format!(": {s}")).unwrap_or_default()
@@ -278,7 +341,9 @@ impl Error {
     /// The stable code of this error.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Error::Usage { .. } => ErrorCode::Usage,
+            Error::Usage { .. } | Error::ConfigFile { .. } => ErrorCode::Usage,
+            Error::AuthRequired { .. } => ErrorCode::AuthRequired,
+            Error::Blocked { .. } => ErrorCode::Blocked,
             Error::InvalidUrl { .. } => ErrorCode::InvalidUrl,
             Error::Network { .. } | Error::Redirect { .. } | Error::SlotHeld { .. } => {
                 ErrorCode::Network
@@ -302,6 +367,28 @@ impl Error {
     pub fn details(&self) -> Map<String, Value> {
         let value = match self {
             Error::InvalidUrl { input, .. } => json!({ "input": input }),
+            Error::ConfigFile {
+                path, line, column, ..
+            } => json!({ "path": path, "line": line, "column": column }),
+            Error::AuthRequired {
+                url,
+                status,
+                scheme,
+                realm,
+                rule,
+            } => json!({
+                "url": url,
+                "http_status": status,
+                "scheme": scheme,
+                "realm": realm,
+                "rule": rule,
+                "hint": auth_hint(rule.as_deref()),
+            }),
+            Error::Blocked {
+                url,
+                status,
+                provider,
+            } => json!({ "url": url, "http_status": status, "provider": provider }),
             Error::Network { kind, url, .. } => json!({ "kind": kind.as_str(), "url": url }),
             Error::Redirect { hops, .. } => json!({ "kind": "redirect", "hops": hops }),
             Error::SlotHeld { host, waited } => json!({
@@ -384,15 +471,18 @@ impl Error {
     pub fn to_object(&self, feed_url: Option<&str>) -> ErrorObject {
         let mut details = self.details();
         for v in details.values_mut() {
-            if let Value::String(s) = v
-                && s.len() > ECHO_MAX_CHARS
-            {
-                *s = echo(s);
+            if let Value::String(s) = v {
+                if let std::borrow::Cow::Owned(masked) = crate::redact::text(s) {
+                    *s = masked;
+                }
+                if s.len() > ECHO_MAX_CHARS {
+                    *s = echo(s);
+                }
             }
         }
-        let message = self.to_string();
+        let message = crate::redact::text(&self.to_string()).into_owned();
         ErrorObject {
-            feed_url: feed_url.map(echo),
+            feed_url: feed_url.map(|u| echo(&crate::redact::text(u))),
             code: self.code().as_str().to_owned(),
             message: if message.len() > 4 * ECHO_MAX_CHARS {
                 clip(&message, 4 * ECHO_MAX_CHARS)

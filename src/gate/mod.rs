@@ -126,6 +126,8 @@ struct SlotState {
 #[derive(Debug)]
 struct HostSlot {
     permits: Arc<Semaphore>,
+    /// How many permits the host has (`--host-concurrency`, or its config rule's).
+    capacity: usize,
     state: Mutex<SlotState>,
     /// Signalled whenever the state changes, so queued callers re-estimate their wait.
     changed: Notify,
@@ -161,17 +163,21 @@ impl Gate {
     }
 
     fn slot(&self, key: &HostKey) -> Arc<HostSlot> {
+        self.slot_with(key, self.params.host_concurrency)
+    }
+
+    /// `key`'s slot, made with `capacity` permits if it is new.
+    fn slot_with(&self, key: &HostKey, capacity: usize) -> Arc<HostSlot> {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(slot) = slots.get(key) {
             return slot.clone();
         }
         if slots.len() >= PRUNE_ABOVE {
             let now = Instant::now();
-            let p = self.params;
             // Only slots nobody holds, waits on, or needs to remember go.
             slots.retain(|_, s| {
                 Arc::strong_count(s) > 1
-                    || s.permits.available_permits() < p.host_concurrency
+                    || s.permits.available_permits() < s.capacity
                     || s.lock().host.is_live(now)
             });
         }
@@ -179,7 +185,8 @@ impl Gate {
             .entry(key.clone())
             .or_insert_with(|| {
                 Arc::new(HostSlot {
-                    permits: Arc::new(Semaphore::new(self.params.host_concurrency)),
+                    permits: Arc::new(Semaphore::new(capacity.max(1))),
+                    capacity: capacity.max(1),
                     state: Mutex::new(SlotState::default()),
                     changed: Notify::new(),
                 })
@@ -199,8 +206,20 @@ impl Gate {
     /// one (queued callers ahead of it and holders that have not started). A host that is
     /// merely slow (its permit held by a long send) is waited for.
     pub async fn acquire(&self, key: &HostKey, deadline: Instant) -> Result<Permit, Throttled> {
+        self.acquire_with(key, deadline, self.params.host_concurrency)
+            .await
+    }
+
+    /// [`Gate::acquire`] for a host with `capacity` permits (its config rule's
+    /// `host_concurrency`), when the gate makes the host's slot.
+    pub async fn acquire_with(
+        &self,
+        key: &HostKey,
+        deadline: Instant,
+        capacity: usize,
+    ) -> Result<Permit, Throttled> {
         let started = Instant::now();
-        let slot = self.slot(key);
+        let slot = self.slot_with(key, capacity);
         let throttled = |wait: Duration| Throttled {
             host: key.clone(),
             wait,
@@ -302,6 +321,24 @@ impl Gate {
             .checked_add(chain)
             .map_or(warm_until, |t| t.min(warm_until));
         quota_bound(state, now, ahead, start - now)
+    }
+
+    /// How many permits `key` has.
+    pub(crate) fn capacity_of(&self, key: &HostKey) -> usize {
+        self.slot(key).capacity
+    }
+
+    /// Holds `key` until `until` (the owner's `min_interval` after a send's start); returns
+    /// the event (for a shared store).
+    pub(crate) fn hold(&self, key: &HostKey, until: Instant) -> Event {
+        let slot = self.slot(key);
+        let event = Event::Hold {
+            at: Instant::now(),
+            until,
+        };
+        slot.lock().host.apply(&self.params, event);
+        slot.changed.notify_waiters();
+        event
     }
 
     /// What the gate knows about `key` now.

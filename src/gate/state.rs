@@ -48,6 +48,9 @@ pub(crate) enum Event {
         until: Instant,
         site: bool,
     },
+    /// The owner's config asks for no send to the host before `until` (its `min_interval`
+    /// after a send that started at `at`).
+    Hold { at: Instant, until: Instant },
     /// A response that arrived at `at` announced `remaining` requests left until `reset`.
     Quota {
         at: Instant,
@@ -218,6 +221,10 @@ impl HostState {
                 if remaining == 0 {
                     self.push_next_allowed(reset);
                 }
+                self.updated = Some(at);
+            }
+            Event::Hold { at, until } => {
+                self.push_next_allowed(until);
                 self.updated = Some(at);
             }
             Event::CrawlDelay {

@@ -380,7 +380,7 @@ impl SharedHosts {
         let Some(store) = &self.store else {
             return Slot::Unshared;
         };
-        let taken = store.try_lease(key, gate.params().host_concurrency).await;
+        let taken = store.try_lease(key, gate.capacity_of(key)).await;
         Self::note_degraded(store, notes);
         match taken {
             Ok(Some(lease)) => Slot::Taken(lease),

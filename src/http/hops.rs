@@ -30,10 +30,18 @@ impl Client {
     /// Fetches `req.url`, following redirects; each hop is checked before it is sent and
     /// gated like any send.
     pub(super) async fn follow(&self, req: &GetRequest<'_>, tally: &mut Tally) -> Result<Response> {
-        let mut url = req.url.clone();
+        // The URL's own credentials never go on the wire in it, nor into any message.
+        let (first, creds) = crate::redact::split_userinfo(&req.url);
+        let mut url = first.clone();
         let mut chain: Vec<Url> = vec![url.clone()];
         loop {
             let key = self.check_hop(&url, &chain, req).await?;
+            // What this hop sends beyond the request: its own rule's, and nobody else's.
+            let plan = super::site::plan(&self.inner.settings, &url, &first, creds.as_ref())?;
+            let permits = plan
+                .rule
+                .and_then(|r| r.host_concurrency)
+                .unwrap_or(self.inner.gate.params().host_concurrency);
             // What another process learned (or cleared) counts before this call queues.
             self.inner
                 .hosts
@@ -42,17 +50,18 @@ impl Client {
             let mut permit = self
                 .inner
                 .gate
-                .acquire(&key, req.deadline)
+                .acquire_with(&key, req.deadline, permits)
                 .await
                 .map_err(|t| gate_refusal(t, None, None))?;
             tally.gate_wait += permit.waited();
             let hop = self
-                .send_with_one_retry(&mut permit, &url, req, tally)
+                .send_with_one_retry(&mut permit, &url, req, tally, &plan)
                 .await?;
             drop(permit);
             let next = match hop {
                 send::Hop::Done(resp) => return Ok(*resp),
-                send::Hop::Redirect(next) => next,
+                // Credentials a server puts in a Location are not ours to send.
+                send::Hop::Redirect(next) => crate::redact::split_userinfo(&next).0,
             };
             let looped = chain.contains(&next);
             chain.push(next.clone());

@@ -13,6 +13,8 @@ mod guard;
 mod hops;
 pub(crate) mod quota;
 mod send;
+mod site;
+mod walls;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -92,6 +94,9 @@ pub struct Response {
     pub received_ms: u64,
     /// What the response says of its own freshness.
     pub freshness: crate::cache::freshness::Freshness,
+    /// Whether the request that got it carried credentials (a config rule's auth or
+    /// secret header, or the URL's own): its body is private to this user.
+    pub credentialed: bool,
 }
 
 /// A GET's result with what it cost.
@@ -126,6 +131,10 @@ struct Inner {
     /// a run of local files or fresh cache hits never needs.
     proxied: OnceCell<reqwest::Client>,
     direct: OnceCell<reqwest::Client>,
+    /// The pools through the config rules' own proxies, by proxy.
+    via: std::sync::Mutex<std::collections::HashMap<Url, reqwest::Client>>,
+    /// The owner's config: each hop's headers, credentials, User-Agent and proxy.
+    settings: Arc<crate::settings::Settings>,
     setup: Setup,
     gate: Gate,
     hosts: SharedHosts,
@@ -149,7 +158,7 @@ struct Setup {
 }
 
 impl Setup {
-    fn build(&self, direct: bool) -> Result<reqwest::Client> {
+    fn build(&self, route: &site::Route) -> Result<reqwest::Client> {
         let mut builder = reqwest::Client::builder()
             .user_agent(self.user_agent.clone())
             .redirect(reqwest::redirect::Policy::none())
@@ -157,8 +166,13 @@ impl Setup {
             .connect_timeout(self.timeout)
             .timeout(self.timeout)
             .pool_idle_timeout(Duration::from_secs(30));
-        if direct {
-            builder = builder.no_proxy();
+        match route {
+            site::Route::Env => {}
+            site::Route::Direct => builder = builder.no_proxy(),
+            site::Route::Via(proxy) => {
+                let p = reqwest::Proxy::all(proxy.as_str()).map_err(Error::ClientSetup)?;
+                builder = builder.proxy(p);
+            }
         }
         if self.deny_private_networks {
             builder = builder.dns_resolver(guard::PublicOnly {
@@ -203,16 +217,24 @@ impl Cleared<'_> {
 impl Client {
     /// Builds the client from resolved configuration, with `hosts` as its link to shared
     /// host state.
-    pub(crate) fn new(config: &Config, hosts: SharedHosts) -> Client {
+    pub(crate) fn new(
+        config: &Config,
+        hosts: SharedHosts,
+        settings: Arc<crate::settings::Settings>,
+    ) -> Client {
+        let mut proxy_hosts = config.proxy_hosts.clone();
+        proxy_hosts.extend(settings.proxy_hosts());
         Client {
             inner: Arc::new(Inner {
                 proxied: OnceCell::new(),
                 direct: OnceCell::new(),
+                via: Default::default(),
+                settings,
                 setup: Setup {
                     user_agent: config.user_agent.clone(),
                     timeout: config.timeout,
                     deny_private_networks: config.deny_private_networks,
-                    proxy_hosts: config.proxy_hosts.clone().into(),
+                    proxy_hosts: proxy_hosts.into(),
                 },
                 gate: Gate::new(config.gate),
                 hosts,
@@ -225,16 +247,62 @@ impl Client {
         }
     }
 
-    /// The connection pool for a loopback (`direct`) or any other URL (through the
-    /// proxies), built on first use.
-    async fn pool_for(&self, direct: bool) -> Result<&reqwest::Client> {
-        let cell = if direct {
-            &self.inner.direct
-        } else {
-            &self.inner.proxied
+    /// The connection pool of `route`, built on first use.
+    async fn pool_for(&self, route: &site::Route) -> Result<reqwest::Client> {
+        let cell = match route {
+            site::Route::Direct => &self.inner.direct,
+            site::Route::Env => &self.inner.proxied,
+            site::Route::Via(proxy) => {
+                let mut pools = self.inner.via.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(c) = pools.get(proxy) {
+                    return Ok(c.clone());
+                }
+                let c = self.inner.setup.build(route)?;
+                pools.insert(proxy.clone(), c.clone());
+                return Ok(c);
+            }
         };
-        cell.get_or_try_init(|| async { self.inner.setup.build(direct) })
+        cell.get_or_try_init(|| async { self.inner.setup.build(route) })
             .await
+            .cloned()
+    }
+
+    /// The owner's config the client sends by.
+    pub(crate) fn settings(&self) -> &crate::settings::Settings {
+        &self.inner.settings
+    }
+
+    /// The permits of `url`'s host when its config rule sets them.
+    pub(crate) fn rule_permits(&self, url: &Url) -> Option<usize> {
+        self.inner
+            .settings
+            .rule_for(url)
+            .and_then(|r| r.host_concurrency)
+    }
+
+    /// Who a request for `url` is made as: a fingerprint of the credentials its first hop
+    /// sends (`None`: none), so a cached private body is served to the same user only.
+    pub(crate) fn credential_id(&self, url: &Url) -> Option<String> {
+        use sha2::Digest;
+        let (bare, creds) = crate::redact::split_userinfo(url);
+        let plan = site::plan(&self.inner.settings, &bare, &bare, creds.as_ref()).ok()?;
+        plan.credentials.as_ref()?;
+        let mut h = sha2::Sha256::new();
+        h.update(b"rss credentials\0");
+        let mut names: Vec<_> = plan.headers.keys().map(|k| k.as_str()).collect();
+        names.sort_unstable();
+        for name in names {
+            if name == "user-agent" {
+                continue;
+            }
+            h.update(name.as_bytes());
+            for v in plan.headers.get_all(name) {
+                h.update(b"\0");
+                h.update(v.as_bytes());
+            }
+            h.update(b"\n");
+        }
+        Some(hex::encode(&h.finalize()[..8]))
     }
 
     /// The gate every send goes through.
@@ -242,9 +310,16 @@ impl Client {
         &self.inner.gate
     }
 
-    /// The gate's key for a request to `url` (its host, or its site).
+    /// The gate's key for a request to `url` (its host, or its site: its config rule's
+    /// `host_key`, else `--host-key`).
     pub(crate) fn key_of(&self, url: &Url) -> Option<HostKey> {
-        HostKey::for_url(url, self.inner.key_mode)
+        let mode = self
+            .inner
+            .settings
+            .rule_for(url)
+            .and_then(|r| r.host_key)
+            .unwrap_or(self.inner.key_mode);
+        HostKey::for_url(url, mode)
     }
 
     /// What the gate keys requests on.
@@ -363,12 +438,15 @@ impl Client {
         url: &Url,
         req: &GetRequest<'_>,
         tally: &mut Tally,
+        plan: &site::Plan<'_>,
     ) -> Result<send::Hop> {
         let mut refused_once = false;
         loop {
             let cleared = self.clear_to_send(permit, req, tally).await?;
             tally.attempts += 1;
-            let sent = self.send_once(permit, url, req, &mut tally.notes).await;
+            let sent = self
+                .send_once(permit, url, req, &mut tally.notes, plan)
+                .await;
             // The outcome is published before the slots go, so the next holder sees it.
             cleared.release(permit.host(), &mut tally.notes).await;
             let (status, retry_after_raw) = match sent? {

@@ -8,6 +8,7 @@ use reqwest::header::{self, HeaderMap, HeaderValue};
 use url::Url;
 
 use super::classify::{network_error, parse_retry_after};
+use super::walls;
 use super::{Client, GetRequest, Response};
 use crate::error::{Error, Result};
 use crate::gate::{Outcome, Permit};
@@ -41,15 +42,6 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<String> {
         .and_then(|v| v.to_str().ok())
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
-}
-
-fn is_loopback(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        None => false,
-    }
 }
 
 /// Reads the body, stopping (and dropping the connection) as soon as it passes `cap`, or
@@ -146,11 +138,15 @@ impl Client {
         url: &Url,
         req: &GetRequest<'_>,
         notes: &mut Notes,
+        plan: &super::site::Plan<'_>,
     ) -> Result<Sent> {
-        let client = self.pool_for(is_loopback(url)).await?;
+        let client = self.pool_for(&plan.route).await?;
         let mut builder = client
             .get(url.clone())
             .header(header::ACCEPT, HeaderValue::from_static(req.accept));
+        for (name, value) in &plan.headers {
+            builder = builder.header(name, value.clone());
+        }
         if let Some(v) = &req.validators {
             if let Some(etag) = v
                 .etag
@@ -171,6 +167,14 @@ impl Client {
         let before = self.gate().state_of(permit.host());
         let start = permit.start_send();
         self.publish(permit.host(), before, start, notes).await;
+        if let Some(gap) = plan.rule.and_then(|r| r.min_interval) {
+            // The owner's floor on this host's spacing, counted from this send's start.
+            let before = self.gate().state_of(permit.host());
+            let hold = self
+                .gate()
+                .hold(permit.host(), tokio::time::Instant::now() + gap);
+            self.publish(permit.host(), before, hold, notes).await;
+        }
 
         let resp = match builder.send().await {
             Ok(resp) => resp,
@@ -184,6 +188,47 @@ impl Client {
         // What the host says is left of its quota counts for the next send, whatever the
         // status; a refusal's Retry-After wins over it.
         let quota = super::quota::read(&headers, SystemTime::now());
+
+        if walls::wants_credentials(status, &headers) {
+            // Not a throttle: the host answered, and asking again without credentials
+            // would only be refused again.
+            self.answered(permit, Outcome::Success, status, quota, notes)
+                .await;
+            let (scheme, realm) = walls::challenge(&headers);
+            return Err(Error::AuthRequired {
+                url: url.to_string(),
+                status: status.as_u16(),
+                scheme,
+                realm,
+                rule: plan.credentials.clone(),
+            });
+        }
+        let retry_after_given = headers.contains_key(header::RETRY_AFTER);
+        let mut resp = resp;
+        let walled = if walls::is_challenge(&headers) {
+            true
+        } else if walls::walls_with(status) && !retry_after_given {
+            let first = resp.chunk().await.ok().flatten().unwrap_or_default();
+            walls::looks_html(header_str(&headers, header::CONTENT_TYPE).as_deref(), &first)
+        } else {
+            false
+        };
+        if walled {
+            // Learned as before (a 403 or 429 still cools the host), but never retried
+            // and never read as the document.
+            let outcome = if is_refusal(status, &headers) {
+                Outcome::Refused { retry_after: None }
+            } else {
+                Outcome::Success
+            };
+            self.answered(permit, outcome, status, quota, notes).await;
+            tracing::debug!(%url, %status, "bot wall");
+            return Err(Error::Blocked {
+                url: url.to_string(),
+                status: status.as_u16(),
+                provider: walls::provider(&headers).map(str::to_owned),
+            });
+        }
 
         if is_refusal(status, &headers) {
             let raw = header_str(&headers, header::RETRY_AFTER);
@@ -231,6 +276,7 @@ impl Client {
             last_modified: header_str(&headers, header::LAST_MODIFIED),
             received_ms: crate::cache::now_ms(),
             freshness: crate::cache::freshness::read(&headers, SystemTime::now()),
+            credentialed: plan.credentials.is_some(),
         };
         if status == StatusCode::NOT_MODIFIED {
             self.answered(permit, Outcome::Success, status, quota, notes)

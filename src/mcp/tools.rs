@@ -48,6 +48,7 @@ fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
 
 /// Arguments of `fetch_feed`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FetchFeedArgs {
     /// One feed URL (RSS, Atom or JSON Feed). Give `url` or `urls`, not both.
     #[serde(default)]
@@ -110,6 +111,7 @@ pub struct FetchFeedArgs {
 
 /// Arguments of `fetch_article`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FetchArticleArgs {
     /// One page URL (an item's `url`). Give `url` or `urls`, not both.
     #[serde(default)]
@@ -150,6 +152,7 @@ pub struct FetchArticleArgs {
 
 /// Arguments of `discover_feeds`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DiscoverArgs {
     /// The web page (home page, blog, article) whose feeds to find.
     pub site_url: String,
@@ -162,6 +165,7 @@ pub struct DiscoverArgs {
 
 /// Arguments of `get_item`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GetItemArgs {
     /// The feed the item belongs to (as given to fetch_feed).
     pub feed_url: String,
@@ -194,6 +198,7 @@ pub struct GetItemArgs {
 
 /// Arguments of `get_schema`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GetSchemaArgs {
     /// A command's name: fetch, ndjson, ndjson-records, article, article-ndjson, discover,
     /// show, cache-list or hosts.

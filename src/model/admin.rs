@@ -42,6 +42,10 @@ pub struct CacheEntryInfo {
     pub etag: Option<String>,
     /// The origin's Last-Modified.
     pub last_modified: Option<String>,
+    /// The body is one user's: fetched with credentials (a config rule's, or the URL's
+    /// own), or marked `Cache-Control: private` by its server. It is served only to
+    /// requests made with the same credentials.
+    pub private: bool,
 }
 
 /// The result of `rss hosts`: what the gate has learned about each host, as shared by every

@@ -6,7 +6,8 @@
 //! [`NdjsonItem`] a line; with `--ndjson-records` every line is an [`NdjsonRecord`] tagged
 //! by `type` (`item`, `error`, `summary`). `rss discover` prints a [`DiscoverOutput`],
 //! `rss show` a [`ShowOutput`], `rss article` an [`ArticleOutput`], `rss cache list` a
-//! [`CacheListOutput`], `rss hosts` a [`HostsOutput`].
+//! [`CacheListOutput`], `rss hosts` a [`HostsOutput`], `rss config check` a
+//! [`ConfigCheckOutput`].
 //!
 //! Rules that hold for every type here:
 //! - optional fields serialize as `null`, never omitted (the generated schemas list every
@@ -20,10 +21,12 @@ use serde::{Deserialize, Serialize};
 
 mod admin;
 mod article;
+mod config;
 mod feed;
 
 pub use admin::*;
 pub use article::*;
+pub use config::*;
 pub use feed::*;
 
 /// The version of this contract; bumped only by an incompatible change.

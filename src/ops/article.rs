@@ -157,6 +157,10 @@ pub(crate) async fn read_batch(
                 Source::Http(url) => ctx.client.key_of(url),
                 _ => None,
             },
+            permits: match &input.source {
+                Source::Http(url) => ctx.client.rule_permits(url),
+                _ => None,
+            },
             payload: input,
         })
         .collect();
@@ -306,11 +310,12 @@ async fn read_http(
     opts: &ArticleOptions,
     deadline: Instant,
 ) -> PageOutcome {
-    // robots.txt is asked before a cached copy is served, and again of every hop sent.
+    // robots.txt is asked before a cached copy is served, and again of every hop sent; the
+    // owner's rule for each hop's site decides over the caller's choice.
     let since = opts.started.unwrap_or_else(Instant::now);
-    let robots = super::robots::RobotsGuard::new(ctx, opts.cache, since);
-    if opts.respect_robots
-        && let Err(e) = robots.allow(&page, deadline).await
+    let robots = super::robots::RobotsGuard::new(ctx, opts.cache, since)
+        .by_default(opts.respect_robots);
+    if let Err(e) = robots.allow(&page, deadline).await
     {
         return PageOutcome::failed(url, &e, opts);
     }
@@ -325,8 +330,8 @@ async fn read_http(
             deadline,
             accept: ACCEPT_ARTICLE,
             refuse: Some(article::refuse),
-            hops: opts
-                .respect_robots
+            hops: robots
+                .applies_anywhere()
                 .then_some(&robots as &dyn crate::http::HopCheck),
         })
         .await;

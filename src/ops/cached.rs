@@ -130,13 +130,21 @@ impl Context {
     pub(crate) async fn cached_get(&self, req: CachedGet<'_>) -> Fetched {
         let cache = self.cache_of(req.kind, req.mode);
         let (mut cached, corrupt) = load(cache.as_ref(), req.key).await;
+        // A private body is another user's unless it was fetched with these credentials.
+        let credential_id = self.client.credential_id(&req.url);
+        cached = cached.filter(|e| e.meta.credential_id == credential_id);
         let mut warnings = Vec::new();
         if let Some(msg) = corrupt {
             warnings.push((WarningCode::CacheEntryCorrupt, msg));
         }
         // A fresh copy never reaches the gate: younger than --max-age, or still covered by
         // the server's own freshness.
-        let cap = self.config.max_freshness;
+        let cap = self
+            .client
+            .settings()
+            .rule_for(&req.url)
+            .and_then(|r| r.max_freshness)
+            .unwrap_or(self.config.max_freshness);
         let now_ms = crate::cache::now_ms();
         let fresh = |e: &Entry| match req.mode {
             CacheMode::MaxAge(max) => e.meta.age(Utc::now()).is_some_and(|age| age < max),
@@ -189,7 +197,8 @@ impl Context {
                     .lifetime
                     .filter(|_| !resp.freshness.no_cache)
                     .map(|l| resp.received_ms + l.min(cap).as_millis() as u64);
-                let (resp, store_warning) = store_fresh(cache.as_ref(), req.key, resp).await;
+                let (resp, store_warning) =
+                    store_fresh(cache.as_ref(), req.key, resp, credential_id).await;
                 if let Some(w) = store_warning {
                     warnings.push((WarningCode::CacheWriteFailed, w));
                 }
@@ -267,6 +276,7 @@ async fn store_fresh(
     cache: Option<&Cache>,
     key: &str,
     resp: Response,
+    credential_id: Option<String>,
 ) -> (Response, Option<String>) {
     let Some(cache) = cache.cloned() else {
         return (resp, None);
@@ -281,6 +291,8 @@ async fn store_fresh(
             content_type: resp.content_type.as_deref(),
             received_ms: resp.received_ms,
             freshness: resp.freshness,
+            credentialed: resp.credentialed,
+            credential_id: credential_id.as_deref(),
         };
         let warning = cache.store(&req, &resp.body).err().map(|e| e.to_string());
         (resp, warning)
@@ -299,6 +311,7 @@ async fn store_fresh(
                 last_modified: None,
                 received_ms: 0,
                 freshness: Default::default(),
+                credentialed: false,
             },
             Some(e.to_string()),
         ),

@@ -83,6 +83,10 @@ pub async fn fetch_feeds(
                 Source::Http(url) => ctx.client.key_of(url),
                 _ => None,
             },
+            permits: match &input.source {
+                Source::Http(url) => ctx.client.rule_permits(url),
+                _ => None,
+            },
             payload: (index, input),
         })
         .collect();

@@ -4,6 +4,7 @@
 mod article;
 pub mod budget;
 mod cached;
+mod config;
 mod deadline;
 mod dedupe;
 mod discover;
@@ -26,6 +27,7 @@ use crate::model::{CacheListOutput, SCHEMA_VERSION, Warning};
 use crate::payload::Payload;
 
 pub use article::{ArticleOptions, fetch_articles, read_item_article};
+pub use config::config_check;
 pub use deadline::{cut_off, holding_back, url_within, web_urls};
 pub use dedupe::Dedupe;
 pub use discover::discover;
@@ -50,12 +52,20 @@ pub struct Context {
     pub(crate) robots: std::sync::Arc<robots::RobotsMemo>,
     /// The key this process signs page cursors with ([`pages`]).
     pub cursor_key: pages::CursorKey,
+    /// The owner's config file: rules per site (shared with the client).
+    pub settings: std::sync::Arc<crate::settings::Settings>,
 }
 
 impl Context {
-    /// Builds the shared state from resolved configuration.
+    /// Builds the shared state from resolved configuration, with no config file.
     pub fn new(config: Config) -> Context {
-        let client = Client::new(&config, crate::hosts::open(&config));
+        Context::with_settings(config, crate::settings::Settings::default())
+    }
+
+    /// Builds the shared state from resolved configuration and the owner's config file.
+    pub fn with_settings(config: Config, settings: crate::settings::Settings) -> Context {
+        let settings = std::sync::Arc::new(settings);
+        let client = Client::new(&config, crate::hosts::open(&config), settings.clone());
         let (cache, cache_warning) = match &config.cache_dir {
             Some(dir) => match Cache::open(dir) {
                 Ok(c) => (Some(c.with_max_bytes(config.cache_max_bytes)), None),
@@ -73,6 +83,7 @@ impl Context {
             config,
             robots: Default::default(),
             cursor_key: Default::default(),
+            settings,
         }
     }
 

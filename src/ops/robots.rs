@@ -95,17 +95,54 @@ pub(crate) struct RobotsGuard<'a> {
     /// When the call began: under `--refresh`, `--no-cache` and revalidation, a robots.txt
     /// this process read before then is asked again (once per call).
     since: Instant,
+    /// Whether robots.txt is honoured where no config rule says (the MCP server; the CLI
+    /// with `--respect-robots`).
+    by_default: bool,
 }
 
 impl<'a> RobotsGuard<'a> {
     /// The check for a call under `mode` that began at `since`.
     pub(crate) fn new(ctx: &'a Context, mode: CacheMode, since: Instant) -> RobotsGuard<'a> {
-        RobotsGuard { ctx, mode, since }
+        RobotsGuard {
+            ctx,
+            mode,
+            since,
+            by_default: true,
+        }
+    }
+
+    /// This check, honouring robots.txt where no config rule says only when `on`.
+    pub(crate) fn by_default(mut self, on: bool) -> RobotsGuard<'a> {
+        self.by_default = on;
+        self
+    }
+
+    /// Whether `page` is checked: its config rule's `respect_robots`, else the default.
+    fn applies(&self, page: &Url) -> bool {
+        self.ctx
+            .settings
+            .rule_for(page)
+            .and_then(|r| r.respect_robots)
+            .unwrap_or(self.by_default)
+    }
+
+    /// Whether any hop may be checked (by default, or by a rule that asks for it).
+    pub(crate) fn applies_anywhere(&self) -> bool {
+        self.by_default
+            || self
+                .ctx
+                .settings
+                .rules
+                .iter()
+                .any(|r| r.respect_robots == Some(true))
     }
 
     /// `Ok` when the robots.txt of `page`'s origin lets us read it; else
     /// `ROBOTS_DISALLOWED` naming the rule (or why the robots.txt could not be read).
     pub(crate) async fn allow(&self, page: &Url, deadline: Instant) -> Result<()> {
+        if !self.applies(page) {
+            return Ok(());
+        }
         let Some(robots_url) = robots::robots_url(page) else {
             return Ok(());
         };
@@ -165,7 +202,13 @@ impl<'a> RobotsGuard<'a> {
     /// gate), parses it, and teaches the gate its crawl delay for `page`'s host.
     async fn read(&self, page: &Url, robots_url: &Url, deadline: Instant) -> Known {
         let ctx = self.ctx;
-        let token = robots::agent_token(&ctx.config.user_agent);
+        // Matched against the User-Agent this host is sent (its rule's, else the global one).
+        let agent = ctx
+            .settings
+            .rule_for(robots_url)
+            .and_then(|r| r.user_agent.as_deref())
+            .unwrap_or(&ctx.config.user_agent);
+        let token = robots::agent_token(agent);
         let key = robots_url.as_str();
         let cap = ctx.config.max_freshness;
         let read_at = Instant::now();
@@ -217,9 +260,11 @@ impl<'a> RobotsGuard<'a> {
                         let (received, until) = from_entry(&e);
                         (Some(e.body), received, until)
                     }
-                    Got::Failed(Error::HttpStatus { status, .. })
-                        if (400..500).contains(&status) =>
-                    {
+                    Got::Failed(
+                        Error::HttpStatus { status, .. }
+                        | Error::AuthRequired { status, .. }
+                        | Error::Blocked { status, .. },
+                    ) if (400..500).contains(&status) => {
                         let now = now_ms();
                         (None, now, fresh_until(now, None, cap))
                     }

@@ -80,7 +80,8 @@ pub async fn show_item(
     if let Some(m) = corrupt {
         warn(WarningCode::CacheEntryCorrupt, m);
     }
-    if let Some(entry) = cached.filter(|_| !opts.refresh) {
+    let credential_id = ctx.client.credential_id(&url);
+    if let Some(entry) = cached.filter(|e| !opts.refresh && e.meta.credential_id == credential_id) {
         let fetched_at = entry.meta.fetched_at.clone();
         let src = FeedBody {
             doc_url: Url::parse(&entry.meta.final_url).ok(),

@@ -13,7 +13,8 @@ pub use text::{advice, write_article_text, write_text};
 
 use crate::error::Error;
 use crate::model::{
-    ArticleOutput, ArticleResult, CacheListOutput, DiscoverOutput, FeedStatus, FetchOutput,
+    ArticleOutput, ArticleResult, CacheListOutput, ConfigCheckOutput, DiscoverOutput, FeedStatus,
+    FetchOutput,
     HostsOutput, NdjsonItem, NdjsonRecord, NdjsonSummary, ShowOutput,
 };
 
@@ -143,6 +144,12 @@ pub enum SchemaKind {
     /// `rss hosts`.
     #[strum(serialize = "hosts")]
     Hosts,
+    /// `rss config check`.
+    #[strum(serialize = "config-check")]
+    ConfigCheck,
+    /// The config file itself (for editors), not an output.
+    #[strum(serialize = "config")]
+    Config,
 }
 
 impl SchemaKind {
@@ -182,6 +189,15 @@ pub fn schema(kind: SchemaKind) -> Value {
         SchemaKind::Show => generator.into_root_schema_for::<ShowOutput>(),
         SchemaKind::CacheList => generator.into_root_schema_for::<CacheListOutput>(),
         SchemaKind::Hosts => generator.into_root_schema_for::<HostsOutput>(),
+        SchemaKind::ConfigCheck => generator.into_root_schema_for::<ConfigCheckOutput>(),
+        SchemaKind::Config => {
+            // A file's keys are optional: only its vocabulary is made standard.
+            let mut value = generator
+                .into_root_schema_for::<crate::settings::FileConfig>()
+                .to_value();
+            standard_vocabulary(&mut value);
+            return value;
+        }
     };
     let mut value = schema.to_value();
     require_all(&mut value);

@@ -480,6 +480,7 @@ fn the_cap_evicts_the_least_recently_fetched_entry_and_never_the_one_written() {
             etag: None,
             last_modified: None,
             content_type: None,
+            ..Default::default()
         };
         cache.store(&req, &body.as_bytes().into()).unwrap();
     }
@@ -498,6 +499,7 @@ fn the_cap_evicts_the_least_recently_fetched_entry_and_never_the_one_written() {
         etag: None,
         last_modified: None,
         content_type: None,
+        ..Default::default()
     };
     cache.store(&req, &big.as_bytes().into()).unwrap();
     let (entries, _, _) = cache.list();

@@ -1,0 +1,142 @@
+//! What one hop of a request sends beyond the request itself, decided afresh for each hop
+//! of a redirect chain: the headers, credentials and User-Agent of the config rule that
+//! matches that hop's URL (and only of that rule), the first URL's own credentials for its
+//! origin only, and the route (straight, the environment's proxies, or the rule's proxy).
+//! A hop that leaves a rule's scope carries nothing of it (as curl without
+//! `--location-trusted`); a redirect from https down to http carries no credentials.
+
+use base64::Engine as _;
+use reqwest::header::{self, HeaderMap, HeaderValue};
+use url::Url;
+
+use crate::error::{Error, Result};
+use crate::redact::{Secret, UrlCredentials};
+use crate::settings::{Auth, HeaderSource, ProxyChoice, Rule, SecretSlot, Settings};
+
+/// Which connection pool a hop goes through.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Route {
+    /// The environment's proxies (`HTTPS_PROXY`, …).
+    Env,
+    /// Straight to the origin.
+    Direct,
+    /// Through a rule's proxy.
+    Via(Url),
+}
+
+/// What a hop sends, and for whom.
+#[derive(Debug)]
+pub(super) struct Plan<'a> {
+    /// The rule that matched the hop's URL.
+    pub rule: Option<&'a Rule>,
+    /// Headers to add (secret ones marked sensitive).
+    pub headers: HeaderMap,
+    /// Who the credentials sent belong to (a rule, or the URL itself); `None`: none sent.
+    pub credentials: Option<String>,
+    /// The connection pool.
+    pub route: Route,
+}
+
+/// The origin of a URL: scheme, host, port.
+fn origin(u: &Url) -> (String, Option<String>, Option<u16>) {
+    (
+        u.scheme().to_owned(),
+        u.host_str().map(|h| h.trim_end_matches('.').to_ascii_lowercase()),
+        u.port_or_known_default(),
+    )
+}
+
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
+    }
+}
+
+fn sensitive(value: String) -> Result<HeaderValue> {
+    let mut v = HeaderValue::from_str(&value)
+        .map_err(|_| Error::usage("a configured credential is not valid in a header"))?;
+    v.set_sensitive(true);
+    Ok(v)
+}
+
+fn basic(user: &str, password: Option<&Secret>) -> Result<HeaderValue> {
+    let pair = format!("{user}:{}", password.map_or("", Secret::expose));
+    sensitive(format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    ))
+}
+
+/// A rule's secret, or the usage error that says why the rule cannot be used.
+fn expose<'s>(rule: &Rule, slot: &'s SecretSlot) -> Result<&'s Secret> {
+    slot.value.as_ref().map_err(|why| {
+        Error::usage(format!("{} cannot be used: {why} ({})", rule.describe(), slot.from.describe()))
+    })
+}
+
+/// What the hop to `hop` sends, for a request that started at `first` (without its
+/// credentials, which are `creds`).
+pub(super) fn plan<'a>(
+    settings: &'a Settings,
+    hop: &Url,
+    first: &Url,
+    creds: Option<&UrlCredentials>,
+) -> Result<Plan<'a>> {
+    let rule = settings.rule_for(hop);
+    let downgraded = first.scheme() == "https" && hop.scheme() == "http";
+    let mut headers = HeaderMap::new();
+    let mut credentials = None;
+    if let Some(r) = rule {
+        for h in &r.headers {
+            match &h.value {
+                HeaderSource::Plain(v) => {
+                    headers.insert(h.name.clone(), v.clone());
+                }
+                HeaderSource::Secret(_) if downgraded => {}
+                HeaderSource::Secret(slot) => {
+                    let v = sensitive(expose(r, slot)?.expose().to_owned())?;
+                    headers.insert(h.name.clone(), v);
+                    credentials = Some(r.describe());
+                }
+            }
+        }
+        if let Some(a) = r.auth.as_ref().filter(|_| !downgraded) {
+            let v = match a {
+                Auth::Basic { user, password } => basic(user, Some(expose(r, password)?))?,
+                Auth::Bearer(slot) => sensitive(format!("Bearer {}", expose(r, slot)?.expose()))?,
+            };
+            headers.insert(header::AUTHORIZATION, v);
+            credentials = Some(r.describe());
+        }
+        if let Some(ua) = &r.user_agent
+            && let Ok(v) = HeaderValue::from_str(ua)
+        {
+            headers.insert(header::USER_AGENT, v);
+        }
+    }
+    // The URL's own credentials are for its origin, and win over a rule's there.
+    if let Some(c) = creds
+        && origin(hop) == origin(first)
+    {
+        headers.insert(header::AUTHORIZATION, basic(&c.user, c.password.as_ref())?);
+        credentials = Some("the credentials in the URL".to_owned());
+    }
+    let route = match rule.and_then(|r| r.proxy.as_ref()) {
+        Some(ProxyChoice::Direct) => Route::Direct,
+        Some(ProxyChoice::Via(p)) => Route::Via(p.clone()),
+        None if is_loopback(hop) => Route::Direct,
+        None => Route::Env,
+    };
+    Ok(Plan {
+        rule,
+        headers,
+        credentials,
+        route,
+    })
+}
+
+#[cfg(test)]
+mod tests;

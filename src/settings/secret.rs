@@ -1,0 +1,131 @@
+//! Secrets by reference: read once, at start, from the environment variable or the file a
+//! rule names (never from the config file itself), and held as a [`Secret`].
+
+use std::path::PathBuf;
+
+use crate::redact::Secret;
+
+/// The largest secret file read.
+const MAX_SECRET_BYTES: u64 = 64 * 1024;
+
+/// Where a secret comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretRef {
+    /// An environment variable.
+    Env(String),
+    /// A file readable only by its owner.
+    File(PathBuf),
+}
+
+impl SecretRef {
+    /// Where the secret comes from, for people (`env FEED_PASSWORD`, `file /run/…`).
+    pub fn describe(&self) -> String {
+        match self {
+            SecretRef::Env(name) => format!("env {name}"),
+            SecretRef::File(path) => format!("file {}", path.display()),
+        }
+    }
+}
+
+/// A secret as loaded: its value, or why it could not be read (a rule whose secret is
+/// missing sends nothing: each request it matches fails saying why).
+#[derive(Debug, Clone)]
+pub struct SecretSlot {
+    /// Where it comes from.
+    pub from: SecretRef,
+    /// The value, or what is wrong (the message never holds the value).
+    pub value: Result<Secret, String>,
+}
+
+/// Reads the secret `from` names; `env` reads environment variables.
+pub(crate) fn load(from: SecretRef, env: &dyn Fn(&str) -> Option<String>) -> SecretSlot {
+    let value = match &from {
+        SecretRef::Env(name) => match env(name) {
+            None => Err(format!("the environment variable {name} is not set")),
+            Some(v) => checked(v, &from),
+        },
+        SecretRef::File(path) => read_file(path).and_then(|v| checked(v, &from)),
+    };
+    SecretSlot { from, value }
+}
+
+/// A secret's value with its line ending taken off, refused when it is empty or holds a
+/// character no header may carry.
+fn checked(raw: String, from: &SecretRef) -> Result<Secret, String> {
+    let value = raw.trim_end_matches(['\n', '\r']);
+    if value.is_empty() {
+        return Err(format!("the secret in {} is empty", from.describe()));
+    }
+    if value.chars().any(|c| c.is_control()) {
+        return Err(format!(
+            "the secret in {} holds a control character (a header cannot carry it)",
+            from.describe()
+        ));
+    }
+    Ok(Secret::new(value))
+}
+
+fn read_file(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let shown = path.display();
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown} is not a regular file"));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o044 != 0 {
+            return Err(format!(
+                "{shown} is readable by other users (mode {mode:o}): a secret file must be readable by its owner only (chmod 600 {shown})"
+            ));
+        }
+    }
+    let mut text = String::new();
+    file.take(MAX_SECRET_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if text.len() as u64 > MAX_SECRET_BYTES {
+        return Err(format!("{shown} is over {MAX_SECRET_BYTES} bytes: not a secret"));
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_comes_from_its_variable_or_a_private_file_only() {
+        let env = |n: &str| (n == "FEED_PASS").then(|| "hunter2\n".to_owned());
+        let s = load(SecretRef::Env("FEED_PASS".into()), &env);
+        assert_eq!(s.value.unwrap().expose(), "hunter2");
+        let missing = load(SecretRef::Env("NOPE".into()), &env);
+        assert!(missing.value.unwrap_err().contains("NOPE is not set"));
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "tok-123\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let open = load(SecretRef::File(path.clone()), &env);
+            let why = open.value.unwrap_err();
+            assert!(why.contains("readable by other users"), "{why}");
+            assert!(!why.contains("tok-123"));
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let private = load(SecretRef::File(path), &env);
+        assert_eq!(private.value.unwrap().expose(), "tok-123");
+        let odd = load(
+            SecretRef::Env("X".into()),
+            &|_| Some("a\u{7}b".to_owned()),
+        );
+        assert!(odd.value.unwrap_err().contains("control character"));
+    }
+}
