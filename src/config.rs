@@ -259,7 +259,10 @@ pub struct ConfigFile {
 
 /// Where the config file is: `flag` (`--config`), else `RSS_CONFIG` from `env`, else the
 /// default location.
-pub fn config_file(flag: Option<&std::path::Path>, env: impl Fn(&str) -> Option<String>) -> ConfigFile {
+pub fn config_file(
+    flag: Option<&std::path::Path>,
+    env: impl Fn(&str) -> Option<String>,
+) -> ConfigFile {
     if let Some(p) = flag {
         return ConfigFile {
             path: Some(p.to_path_buf()),

@@ -162,7 +162,10 @@ mod tests {
             text("failed: https://u:p@a.example/x and http://v:q@b.example"),
             "failed: https://u:***@a.example/x and http://v:***@b.example"
         );
-        assert_eq!(text("no credentials in https://a.example/@x"), "no credentials in https://a.example/@x");
+        assert_eq!(
+            text("no credentials in https://a.example/@x"),
+            "no credentials in https://a.example/@x"
+        );
     }
 
     #[test]

@@ -9,13 +9,13 @@ use tracing_indicatif::span_ext::IndicatifSpanExt;
 use super::args::{ArticleArgs, CacheArgs, FetchArgs};
 use super::emit_code;
 use crate::config::{Config, parse_duration};
-use crate::settings::Settings;
 use crate::error::{Error, Result, exit};
 use crate::inputs::{self, Input};
 use crate::local::{self, ReadLimits};
 use crate::model::FeedStatus;
 use crate::ops::{self, ArticleOptions, Context, FetchOptions, FetchRequest};
 use crate::output::{self, Format};
+use crate::settings::Settings;
 
 /// `--max-age` read as a duration.
 fn max_age(cache: &CacheArgs) -> Result<Option<std::time::Duration>> {

@@ -120,7 +120,9 @@ fn run_main() -> u8 {
 
 /// Where the config file is looked for (`--config`, `RSS_CONFIG`, the default place).
 fn config_file(cli: &Cli) -> ConfigFile {
-    crate::config::config_file(cli.global.config.as_deref(), |name| std::env::var(name).ok())
+    crate::config::config_file(cli.global.config.as_deref(), |name| {
+        std::env::var(name).ok()
+    })
 }
 
 /// The owner's config file, read and checked before anything else runs, by every command
@@ -225,9 +227,9 @@ async fn run(cli: Cli, config: Config, settings: Settings) -> Result<u8> {
         }
         Command::Config { action } => match action {
             ConfigAction::Path => {
-                let path = looked_at
-                    .path
-                    .ok_or_else(|| Error::usage("no config directory is known: give --config FILE"))?;
+                let path = looked_at.path.ok_or_else(|| {
+                    Error::usage("no config directory is known: give --config FILE")
+                })?;
                 let path = path.display().to_string();
                 emit(|w| writeln!(w, "{path}"))
             }

@@ -265,7 +265,9 @@ fn challenge_words(scheme: Option<&str>, realm: Option<&str>) -> String {
 fn auth_hint(rule: Option<&str>) -> String {
     match rule {
         Some(r) => format!("the credentials of {r} were refused; check them (rss config check)"),
-        None => "add a [[site]] rule with auth for it to the config file (rss config path)".to_owned(),
+        None => {
+            "add a [[site]] rule with auth for it to the config file (rss config path)".to_owned()
+        }
     }
 }
 

@@ -209,7 +209,10 @@ impl Client {
             true
         } else if walls::walls_with(status) && !retry_after_given {
             let first = resp.chunk().await.ok().flatten().unwrap_or_default();
-            walls::looks_html(header_str(&headers, header::CONTENT_TYPE).as_deref(), &first)
+            walls::looks_html(
+                header_str(&headers, header::CONTENT_TYPE).as_deref(),
+                &first,
+            )
         } else {
             false
         };

@@ -41,7 +41,8 @@ pub(super) struct Plan<'a> {
 fn origin(u: &Url) -> (String, Option<String>, Option<u16>) {
     (
         u.scheme().to_owned(),
-        u.host_str().map(|h| h.trim_end_matches('.').to_ascii_lowercase()),
+        u.host_str()
+            .map(|h| h.trim_end_matches('.').to_ascii_lowercase()),
         u.port_or_known_default(),
     )
 }
@@ -73,7 +74,11 @@ fn basic(user: &str, password: Option<&Secret>) -> Result<HeaderValue> {
 /// A rule's secret, or the usage error that says why the rule cannot be used.
 fn expose<'s>(rule: &Rule, slot: &'s SecretSlot) -> Result<&'s Secret> {
     slot.value.as_ref().map_err(|why| {
-        Error::usage(format!("{} cannot be used: {why} ({})", rule.describe(), slot.from.describe()))
+        Error::usage(format!(
+            "{} cannot be used: {why} ({})",
+            rule.describe(),
+            slot.from.describe()
+        ))
     })
 }
 

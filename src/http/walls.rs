@@ -28,8 +28,11 @@ pub(super) fn challenge(headers: &HeaderMap) -> (Option<String>, Option<String>)
     };
     let (scheme, params) = value.split_once(' ').unwrap_or((value, ""));
     let scheme = scheme.trim_end_matches(',');
-    let scheme = (!scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
-        .then(|| scheme.chars().take(MAX_WORD).collect::<String>());
+    let scheme = (!scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
+    .then(|| scheme.chars().take(MAX_WORD).collect::<String>());
     (scheme, realm(params))
 }
 
@@ -122,7 +125,13 @@ pub(super) fn provider(headers: &HeaderMap) -> Option<&'static str> {
 /// useful, by its first bytes.
 pub(super) fn looks_html(content_type: Option<&str>, first: &[u8]) -> bool {
     let mime = content_type
-        .map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .map(|c| {
+            c.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
         .unwrap_or_default();
     match mime.as_str() {
         "text/html" | "application/xhtml+xml" => return true,
@@ -132,7 +141,10 @@ pub(super) fn looks_html(content_type: Option<&str>, first: &[u8]) -> bool {
     let head = &first[..first.len().min(1024)];
     let text = String::from_utf8_lossy(head).to_ascii_lowercase();
     let text = text.trim_start_matches('\u{feff}').trim_start();
-    text.starts_with("<!doctype html") || text.starts_with("<html") || text.contains("<head") || text.contains("<body")
+    text.starts_with("<!doctype html")
+        || text.starts_with("<html")
+        || text.contains("<head")
+        || text.contains("<body")
 }
 
 #[cfg(test)]
@@ -142,12 +154,24 @@ mod tests {
 
     #[test]
     fn a_challenge_gives_its_scheme_and_realm() {
-        let h = test_headers(&[("www-authenticate", "Basic realm=\"Private \\\"feeds\\\"\", charset=\"UTF-8\"")]);
-        assert_eq!(challenge(&h), (Some("Basic".into()), Some("Private \"feeds\"".into())));
-        let h = test_headers(&[("www-authenticate", "Bearer error=\"invalid_token\", realm=api")]);
+        let h = test_headers(&[(
+            "www-authenticate",
+            "Basic realm=\"Private \\\"feeds\\\"\", charset=\"UTF-8\"",
+        )]);
+        assert_eq!(
+            challenge(&h),
+            (Some("Basic".into()), Some("Private \"feeds\"".into()))
+        );
+        let h = test_headers(&[(
+            "www-authenticate",
+            "Bearer error=\"invalid_token\", realm=api",
+        )]);
         assert_eq!(challenge(&h), (Some("Bearer".into()), Some("api".into())));
         assert_eq!(challenge(&HeaderMap::new()), (None, None));
-        assert!(wants_credentials(StatusCode::UNAUTHORIZED, &HeaderMap::new()));
+        assert!(wants_credentials(
+            StatusCode::UNAUTHORIZED,
+            &HeaderMap::new()
+        ));
         assert!(!wants_credentials(StatusCode::FORBIDDEN, &HeaderMap::new()));
     }
 
@@ -156,10 +180,16 @@ mod tests {
         let cf = test_headers(&[("cf-mitigated", "challenge"), ("server", "cloudflare")]);
         assert!(is_challenge(&cf));
         assert_eq!(provider(&cf), Some("cloudflare"));
-        assert_eq!(provider(&test_headers(&[("x-datadome", "protected")])), Some("datadome"));
+        assert_eq!(
+            provider(&test_headers(&[("x-datadome", "protected")])),
+            Some("datadome")
+        );
         assert_eq!(provider(&HeaderMap::new()), None);
         assert!(looks_html(Some("text/html; charset=utf-8"), b""));
-        assert!(looks_html(None, b"\n  <!DOCTYPE html><title>Just a moment...</title>"));
+        assert!(looks_html(
+            None,
+            b"\n  <!DOCTYPE html><title>Just a moment...</title>"
+        ));
         assert!(!looks_html(Some("application/rss+xml"), b"<html>"));
         assert!(!looks_html(None, b"<?xml version=\"1.0\"?><rss/>"));
         assert!(walls_with(StatusCode::TOO_MANY_REQUESTS) && !walls_with(StatusCode::NOT_FOUND));

@@ -313,10 +313,9 @@ async fn read_http(
     // robots.txt is asked before a cached copy is served, and again of every hop sent; the
     // owner's rule for each hop's site decides over the caller's choice.
     let since = opts.started.unwrap_or_else(Instant::now);
-    let robots = super::robots::RobotsGuard::new(ctx, opts.cache, since)
-        .by_default(opts.respect_robots);
-    if let Err(e) = robots.allow(&page, deadline).await
-    {
+    let robots =
+        super::robots::RobotsGuard::new(ctx, opts.cache, since).by_default(opts.respect_robots);
+    if let Err(e) = robots.allow(&page, deadline).await {
         return PageOutcome::failed(url, &e, opts);
     }
     let f = ctx

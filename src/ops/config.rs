@@ -142,7 +142,7 @@ pub fn config_check(
                 .filter(|r| r.matcher.matches(&parsed))
                 .collect();
             // Most specific first; equals keep their file order.
-            matching.sort_by(|a, b| b.matcher.rank().cmp(&a.matcher.rank()));
+            matching.sort_by_key(|r| std::cmp::Reverse(r.matcher.rank()));
             Ok::<_, Error>(ConfigUrlMatch {
                 url: crate::redact::url(&parsed),
                 rule: settings.rule_for(&parsed).map(|r| r.index),
@@ -154,7 +154,11 @@ pub fn config_check(
         schema_version: SCHEMA_VERSION.to_owned(),
         path: settings.path.as_ref().map(|p| p.display().to_string()),
         effective: effective(config),
-        rules: settings.rules.iter().map(|r| rule_info(config, r)).collect(),
+        rules: settings
+            .rules
+            .iter()
+            .map(|r| rule_info(config, r))
+            .collect(),
         url,
     })
 }

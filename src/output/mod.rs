@@ -14,8 +14,7 @@ pub use text::{advice, write_article_text, write_text};
 use crate::error::Error;
 use crate::model::{
     ArticleOutput, ArticleResult, CacheListOutput, ConfigCheckOutput, DiscoverOutput, FeedStatus,
-    FetchOutput,
-    HostsOutput, NdjsonItem, NdjsonRecord, NdjsonSummary, ShowOutput,
+    FetchOutput, HostsOutput, NdjsonItem, NdjsonRecord, NdjsonSummary, ShowOutput,
 };
 
 /// How `rss fetch` prints its result.

@@ -219,9 +219,7 @@ impl<'de> Deserialize<'de> for HeaderSpec {
             toml::Value::String(s) => Ok(HeaderSpec::Plain(s)),
             toml::Value::Table(t) if t.len() == 1 => match t.iter().next() {
                 Some((k, toml::Value::String(v))) if k == "env" => Ok(HeaderSpec::Env(v.clone())),
-                Some((k, toml::Value::String(v))) if k == "file" => {
-                    Ok(HeaderSpec::File(v.clone()))
-                }
+                Some((k, toml::Value::String(v))) if k == "file" => Ok(HeaderSpec::File(v.clone())),
                 _ => Err(D::Error::custom(WHAT)),
             },
             _ => Err(D::Error::custom(WHAT)),

@@ -192,7 +192,11 @@ impl Settings {
 
     /// Parses and checks `text` (the file at `path`), reading the secrets it names through
     /// `env` and the file system.
-    pub fn parse(text: &str, path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings> {
+    pub fn parse(
+        text: &str,
+        path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settings> {
         let src = Source {
             text,
             path,
@@ -201,9 +205,8 @@ impl Settings {
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| PathBuf::from(".")),
         };
-        let parsed: FileConfig = toml::from_str(text).map_err(|e| {
-            src.error(e.span().map(|s| s.start), without_values(e.message()))
-        })?;
+        let parsed: FileConfig = toml::from_str(text)
+            .map_err(|e| src.error(e.span().map(|s| s.start), without_values(e.message())))?;
         let defaults = defaults(&src, parsed.defaults)?;
         let mut rules: Vec<Rule> = Vec::with_capacity(parsed.site.len());
         for (i, spanned) in parsed.site.into_iter().enumerate() {
@@ -263,7 +266,11 @@ fn unreadable(path: &Path, e: &std::io::Error) -> Error {
 }
 
 /// Refuses an inline secret (`password`, `token` or `bearer` with a value).
-fn refuse_inline(src: &Source<'_>, fields: [(&str, &Option<Spanned<toml::Value>>); 3], instead: &str) -> Result<()> {
+fn refuse_inline(
+    src: &Source<'_>,
+    fields: [(&str, &Option<Spanned<toml::Value>>); 3],
+    instead: &str,
+) -> Result<()> {
     for (name, field) in fields {
         if let Some(v) = field {
             return Err(src.at(
@@ -277,18 +284,32 @@ fn refuse_inline(src: &Source<'_>, fields: [(&str, &Option<Spanned<toml::Value>>
     Ok(())
 }
 
-fn in_range(src: &Source<'_>, v: &Spanned<u64>, range: std::ops::RangeInclusive<u64>, what: &str) -> Result<u64> {
+fn in_range(
+    src: &Source<'_>,
+    v: &Spanned<u64>,
+    range: std::ops::RangeInclusive<u64>,
+    what: &str,
+) -> Result<u64> {
     let n = *v.get_ref();
     if range.contains(&n) {
         return Ok(n);
     }
     Err(src.at(
         v,
-        format!("{what} must be between {} and {}, got {n}", range.start(), range.end()),
+        format!(
+            "{what} must be between {} and {}, got {n}",
+            range.start(),
+            range.end()
+        ),
     ))
 }
 
-fn duration(src: &Source<'_>, v: &Spanned<file::DurationValue>, max_secs: u64, what: &str) -> Result<Duration> {
+fn duration(
+    src: &Source<'_>,
+    v: &Spanned<file::DurationValue>,
+    max_secs: u64,
+    what: &str,
+) -> Result<Duration> {
     let d = match v.get_ref() {
         file::DurationValue::Seconds(n) => Some(Duration::from_secs(*n)),
         file::DurationValue::Text(t) => parse_duration(t),
@@ -332,7 +353,12 @@ fn defaults(src: &Source<'_>, d: file::Defaults) -> Result<Overrides> {
             Some(in_range(src, v, limits::HOST_CONCURRENCY, "host_concurrency")? as usize);
     }
     if let Some(v) = &d.max_gate_wait {
-        o.max_gate_wait_secs = Some(in_range(src, v, limits::MAX_GATE_WAIT_SECS, "max_gate_wait")?);
+        o.max_gate_wait_secs = Some(in_range(
+            src,
+            v,
+            limits::MAX_GATE_WAIT_SECS,
+            "max_gate_wait",
+        )?);
     }
     if let Some(v) = &d.timeout {
         let secs = *v.get_ref();
@@ -361,7 +387,12 @@ fn defaults(src: &Source<'_>, d: file::Defaults) -> Result<Overrides> {
             .ok()
             .filter(|u| matches!(u.scheme(), "redis" | "rediss") && u.has_host());
         match ok {
-            None => return Err(src.at(v, "gate_store must be a redis:// or rediss:// URL with a host")),
+            None => {
+                return Err(src.at(
+                    v,
+                    "gate_store must be a redis:// or rediss:// URL with a host",
+                ));
+            }
             Some(u) if u.password().is_some() => {
                 return Err(src.at(
                     v,
@@ -404,7 +435,10 @@ fn matcher(src: &Source<'_>, at: usize, r: &file::SiteRule) -> Result<Matcher> {
             return Err(src.at(p, "url_prefix must be an http(s) URL with a host"));
         };
         if !url.username().is_empty() || url.password().is_some() {
-            return Err(src.at(p, "url_prefix may not hold credentials: give them in the rule's auth"));
+            return Err(src.at(
+                p,
+                "url_prefix may not hold credentials: give them in the rule's auth",
+            ));
         }
         url.set_fragment(None);
         return Ok(Matcher::UrlPrefix(url.to_string()));
@@ -417,9 +451,15 @@ fn matcher(src: &Source<'_>, at: usize, r: &file::SiteRule) -> Result<Matcher> {
     let what = if site { "site" } else { "host" };
     let text = raw.get_ref().trim();
     if text.is_empty() || text.contains(['/', '@', '?', '#']) || text.contains("://") {
-        return Err(src.at(raw, format!("{what} must be a host name such as example.com, not a URL")));
+        return Err(src.at(
+            raw,
+            format!("{what} must be a host name such as example.com, not a URL"),
+        ));
     }
-    let Some(url) = Url::parse(&format!("http://{text}/")).ok().filter(|u| u.has_host()) else {
+    let Some(url) = Url::parse(&format!("http://{text}/"))
+        .ok()
+        .filter(|u| u.has_host())
+    else {
         return Err(src.at(raw, format!("{what} {text:?} is not a host name")));
     };
     let host = url
@@ -428,15 +468,23 @@ fn matcher(src: &Source<'_>, at: usize, r: &file::SiteRule) -> Result<Matcher> {
         .trim_end_matches('.')
         .to_ascii_lowercase();
     if !site {
-        return Ok(Matcher::Host { host, port: url.port() });
+        return Ok(Matcher::Host {
+            host,
+            port: url.port(),
+        });
     }
     if url.port().is_some() {
-        return Err(src.at(raw, "site is a domain, with no port: use host = \"name:port\" for one port"));
+        return Err(src.at(
+            raw,
+            "site is a domain, with no port: use host = \"name:port\" for one port",
+        ));
     }
     if psl::suffix_str(&host).is_some_and(|s| s == host) {
         return Err(src.at(
             raw,
-            format!("site {host:?} is a public suffix: a rule for it would match every site under it"),
+            format!(
+                "site {host:?} is a public suffix: a rule for it would match every site under it"
+            ),
         ));
     }
     Ok(Matcher::Site(host))
@@ -454,7 +502,10 @@ fn headers(
         };
         let lower = parsed.as_str();
         if MANAGED_HEADERS.contains(&lower) || lower.starts_with("proxy-") {
-            return Err(src.at(&name, format!("the {lower} header is managed by rss and may not be set")));
+            return Err(src.at(
+                &name,
+                format!("the {lower} header is managed by rss and may not be set"),
+            ));
         }
         let source = match value.get_ref() {
             file::HeaderSpec::Plain(v) => {
@@ -468,29 +519,52 @@ fn headers(
                 }
                 match HeaderValue::from_str(v) {
                     Ok(hv) => HeaderSource::Plain(hv),
-                    Err(_) => return Err(src.at(&value, format!("the {lower} header's value is not valid in a header"))),
+                    Err(_) => {
+                        return Err(src.at(
+                            &value,
+                            format!("the {lower} header's value is not valid in a header"),
+                        ));
+                    }
                 }
             }
-            file::HeaderSpec::Env(var) => HeaderSource::Secret(secret::load(SecretRef::Env(var.clone()), env)),
-            file::HeaderSpec::File(p) => HeaderSource::Secret(secret::load(SecretRef::File(src.path(p)), env)),
+            file::HeaderSpec::Env(var) => {
+                HeaderSource::Secret(secret::load(SecretRef::Env(var.clone()), env))
+            }
+            file::HeaderSpec::File(p) => {
+                HeaderSource::Secret(secret::load(SecretRef::File(src.path(p)), env))
+            }
         };
-        out.push(RuleHeader { name: parsed, value: source });
+        out.push(RuleHeader {
+            name: parsed,
+            value: source,
+        });
     }
     Ok(out)
 }
 
-fn auth(src: &Source<'_>, a: Spanned<file::AuthSpec>, env: &dyn Fn(&str) -> Option<String>) -> Result<Auth> {
+fn auth(
+    src: &Source<'_>,
+    a: Spanned<file::AuthSpec>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Auth> {
     let spec = a.get_ref();
     refuse_inline(
         src,
-        [("password", &spec.password), ("token", &spec.token), ("bearer", &spec.bearer)],
+        [
+            ("password", &spec.password),
+            ("token", &spec.token),
+            ("bearer", &spec.bearer),
+        ],
         "bearer_env or bearer_file (or basic's password_env / password_file)",
     )?;
     let given = usize::from(spec.basic.is_some())
         + usize::from(spec.bearer_env.is_some())
         + usize::from(spec.bearer_file.is_some());
     if given != 1 {
-        return Err(src.at(&a, "auth takes exactly one of basic, bearer_env or bearer_file"));
+        return Err(src.at(
+            &a,
+            "auth takes exactly one of basic, bearer_env or bearer_file",
+        ));
     }
     let secret_of = |env_name: &Option<String>, file: &Option<String>| -> Option<SecretSlot> {
         match (env_name, file) {
@@ -502,16 +576,26 @@ fn auth(src: &Source<'_>, a: Spanned<file::AuthSpec>, env: &dyn Fn(&str) -> Opti
     if let Some(b) = &spec.basic {
         refuse_inline(
             src,
-            [("password", &b.password), ("token", &b.token), ("bearer", &b.bearer)],
+            [
+                ("password", &b.password),
+                ("token", &b.token),
+                ("bearer", &b.bearer),
+            ],
             "password_env or password_file",
         )?;
         if b.user.contains(':') || b.user.chars().any(char::is_control) {
             return Err(src.at(&a, "auth.basic.user may not hold ':' or control characters"));
         }
         let Some(password) = secret_of(&b.password_env, &b.password_file) else {
-            return Err(src.at(&a, "auth.basic takes exactly one of password_env or password_file"));
+            return Err(src.at(
+                &a,
+                "auth.basic takes exactly one of password_env or password_file",
+            ));
         };
-        return Ok(Auth::Basic { user: b.user.clone(), password });
+        return Ok(Auth::Basic {
+            user: b.user.clone(),
+            password,
+        });
     }
     let slot = secret_of(&spec.bearer_env, &spec.bearer_file).expect("one of them is given");
     Ok(Auth::Bearer(slot))
@@ -527,7 +611,11 @@ fn rule(
 ) -> Result<Rule> {
     refuse_inline(
         src,
-        [("password", &r.password), ("token", &r.token), ("bearer", &r.bearer)],
+        [
+            ("password", &r.password),
+            ("token", &r.token),
+            ("bearer", &r.bearer),
+        ],
         "auth (password_env, password_file, bearer_env, bearer_file) or a header's { env } / { file }",
     )?;
     let matcher = matcher(src, at, &r)?;
@@ -554,7 +642,12 @@ fn rule(
         None => None,
     };
     let max_freshness = match &r.max_freshness {
-        Some(v) => Some(duration(src, v, *limits::MAX_FRESHNESS_SECS.end(), "max_freshness")?),
+        Some(v) => Some(duration(
+            src,
+            v,
+            *limits::MAX_FRESHNESS_SECS.end(),
+            "max_freshness",
+        )?),
         None => None,
     };
     let proxy = match &r.proxy {
@@ -565,7 +658,12 @@ fn rule(
                 .ok()
                 .filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
             match url {
-                None => return Err(src.at(p, "proxy must be an http(s) proxy URL (http://proxy:3128) or \"none\"")),
+                None => {
+                    return Err(src.at(
+                        p,
+                        "proxy must be an http(s) proxy URL (http://proxy:3128) or \"none\"",
+                    ));
+                }
                 Some(u) if u.password().is_some() => {
                     return Err(src.at(
                         p,
@@ -576,11 +674,22 @@ fn rule(
             }
         }
     };
-    let user_agent = r.user_agent.as_ref().map(|v| user_agent(src, v)).transpose()?;
+    let user_agent = r
+        .user_agent
+        .as_ref()
+        .map(|v| user_agent(src, v))
+        .transpose()?;
     let headers = headers(src, r.headers, env)?;
     let auth = r.auth.map(|a| auth(src, a, env)).transpose()?;
-    if auth.is_some() && headers.iter().any(|h| h.name == reqwest::header::AUTHORIZATION) {
-        return Err(src.error(Some(at), "a rule sets auth or an Authorization header, not both"));
+    if auth.is_some()
+        && headers
+            .iter()
+            .any(|h| h.name == reqwest::header::AUTHORIZATION)
+    {
+        return Err(src.error(
+            Some(at),
+            "a rule sets auth or an Authorization header, not both",
+        ));
     }
     Ok(Rule {
         index,

@@ -90,7 +90,9 @@ fn read_file(path: &std::path::Path) -> Result<String, String> {
         .read_to_string(&mut text)
         .map_err(|e| format!("cannot read {shown}: {e}"))?;
     if text.len() as u64 > MAX_SECRET_BYTES {
-        return Err(format!("{shown} is over {MAX_SECRET_BYTES} bytes: not a secret"));
+        return Err(format!(
+            "{shown} is over {MAX_SECRET_BYTES} bytes: not a secret"
+        ));
     }
     Ok(text)
 }
@@ -122,10 +124,7 @@ mod tests {
         }
         let private = load(SecretRef::File(path), &env);
         assert_eq!(private.value.unwrap().expose(), "tok-123");
-        let odd = load(
-            SecretRef::Env("X".into()),
-            &|_| Some("a\u{7}b".to_owned()),
-        );
+        let odd = load(SecretRef::Env("X".into()), &|_| Some("a\u{7}b".to_owned()));
         assert!(odd.value.unwrap_err().contains("control character"));
     }
 }

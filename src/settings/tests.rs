@@ -20,7 +20,9 @@ fn parse(text: &str) -> Result<Settings> {
 fn failure(text: &str) -> (String, Option<usize>, Option<usize>, String) {
     match parse(text).unwrap_err() {
         e @ Error::ConfigFile { .. } => {
-            let Error::ConfigFile { line, column, .. } = &e else { unreachable!() };
+            let Error::ConfigFile { line, column, .. } = &e else {
+                unreachable!()
+            };
             (e.code().as_str().to_owned(), *line, *column, e.to_string())
         }
         other => panic!("not a config file error: {other:?}"),
@@ -85,7 +87,9 @@ fn a_file_that_does_not_parse_names_its_line_and_column() {
 
 #[test]
 fn an_unknown_key_is_an_error_where_it_is_written() {
-    let (_, line, column, msg) = failure("[defaults]\nconcurrency = 2\n\n[[site]]\nhost = \"a.example\"\nuser_agnet = \"x\"\n");
+    let (_, line, column, msg) = failure(
+        "[defaults]\nconcurrency = 2\n\n[[site]]\nhost = \"a.example\"\nuser_agnet = \"x\"\n",
+    );
     assert_eq!((line, column), (Some(6), Some(1)), "{msg}");
     assert!(msg.contains("user_agnet"), "{msg}");
     let (_, line, _, msg) = failure("colour = true\n");
@@ -114,19 +118,49 @@ fn an_inline_secret_is_refused_without_being_repeated() {
 #[test]
 fn rules_are_checked_strictly() {
     for (text, says) in [
-        ("[[site]]\nuser_agent = \"x\"\n", "exactly one of url_prefix, host or site"),
-        ("[[site]]\nhost = \"a.example\"\nsite = \"a.example\"\n", "exactly one"),
+        (
+            "[[site]]\nuser_agent = \"x\"\n",
+            "exactly one of url_prefix, host or site",
+        ),
+        (
+            "[[site]]\nhost = \"a.example\"\nsite = \"a.example\"\n",
+            "exactly one",
+        ),
         ("[[site]]\nsite = \"github.io\"\n", "public suffix"),
         ("[[site]]\nsite = \"com\"\n", "public suffix"),
         ("[[site]]\nhost = \"https://a.example/\"\n", "not a URL"),
-        ("[[site]]\nurl_prefix = \"ftp://a.example/\"\n", "http(s) URL"),
-        ("[[site]]\nurl_prefix = \"https://a.example/x/\"\nhost_concurrency = 2\n", "whole host"),
-        ("[[site]]\nurl_prefix = \"https://a.example/x/\"\nmin_interval = 5\n", "whole host"),
-        ("[[site]]\nhost = \"a.example\"\nhost_concurrency = 0\n", "between 1 and 64"),
-        ("[[site]]\nhost = \"a.example\"\nmin_interval = \"soon\"\n", "not a duration"),
-        ("[[site]]\nhost = \"a.example\"\nheaders = { Host = \"b\" }\n", "managed by rss"),
-        ("[[site]]\nhost = \"a.example\"\nauth = { bearer_env = \"A\", bearer_file = \"/b\" }\n", "exactly one"),
-        ("[[site]]\nhost = \"a.example\"\n[[site]]\nhost = \"A.example.\"\n", "matches exactly what rule 1"),
+        (
+            "[[site]]\nurl_prefix = \"ftp://a.example/\"\n",
+            "http(s) URL",
+        ),
+        (
+            "[[site]]\nurl_prefix = \"https://a.example/x/\"\nhost_concurrency = 2\n",
+            "whole host",
+        ),
+        (
+            "[[site]]\nurl_prefix = \"https://a.example/x/\"\nmin_interval = 5\n",
+            "whole host",
+        ),
+        (
+            "[[site]]\nhost = \"a.example\"\nhost_concurrency = 0\n",
+            "between 1 and 64",
+        ),
+        (
+            "[[site]]\nhost = \"a.example\"\nmin_interval = \"soon\"\n",
+            "not a duration",
+        ),
+        (
+            "[[site]]\nhost = \"a.example\"\nheaders = { Host = \"b\" }\n",
+            "managed by rss",
+        ),
+        (
+            "[[site]]\nhost = \"a.example\"\nauth = { bearer_env = \"A\", bearer_file = \"/b\" }\n",
+            "exactly one",
+        ),
+        (
+            "[[site]]\nhost = \"a.example\"\n[[site]]\nhost = \"A.example.\"\n",
+            "matches exactly what rule 1",
+        ),
         ("[defaults]\nhost_concurrency = 65\n", "between 1 and 64"),
     ] {
         let (_, line, _, msg) = failure(text);
@@ -138,7 +172,10 @@ fn rules_are_checked_strictly() {
 #[test]
 fn an_unreadable_secret_leaves_the_rule_unusable_and_says_why() {
     let s = parse("[[site]]\nhost = \"a.example\"\nauth.basic = { user = \"me\", password_env = \"UNSET\" }\n").unwrap();
-    assert_eq!(s.rules[0].problems(), ["the environment variable UNSET is not set"]);
+    assert_eq!(
+        s.rules[0].problems(),
+        ["the environment variable UNSET is not set"]
+    );
 }
 
 #[test]
@@ -187,7 +224,10 @@ fn a_missing_default_file_is_no_settings_but_a_named_one_must_exist() {
         path: Some(path),
         explicit: true,
     };
-    assert_eq!(Settings::load(&named).unwrap_err().code().as_str(), "USAGE_ERROR");
+    assert_eq!(
+        Settings::load(&named).unwrap_err().code().as_str(),
+        "USAGE_ERROR"
+    );
 }
 
 #[test]

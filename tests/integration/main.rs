@@ -20,6 +20,7 @@ mod mcp_pages;
 mod mcp_ts;
 mod pacing;
 mod parsing;
+mod private;
 mod readme;
 mod redis;
 mod robots;

@@ -41,7 +41,12 @@ fn parts() -> impl Strategy<Value = Parts> {
         prop::option::of(prop::sample::select(&[443u16, 80, 8443][..])),
         prop::sample::select(PATHS),
     )
-        .prop_map(|(https, host, port, path)| Parts { https, host, port, path })
+        .prop_map(|(https, host, port, path)| Parts {
+            https,
+            host,
+            port,
+            path,
+        })
 }
 
 #[derive(Debug, Clone)]
@@ -65,7 +70,10 @@ impl Gen {
     fn matches(&self, u: &Parts) -> bool {
         match self {
             Gen::Prefix(p) => {
-                p.https == u.https && p.host == u.host && p.port() == u.port() && u.path.starts_with(p.path)
+                p.https == u.https
+                    && p.host == u.host
+                    && p.port() == u.port()
+                    && u.path.starts_with(p.path)
             }
             Gen::Host(h, port) => *h == u.host && port.is_none_or(|p| p == u.port()),
             Gen::Site(s) => u.host == *s || u.host.ends_with(&format!(".{s}")),
@@ -84,7 +92,10 @@ impl Gen {
 fn rule() -> impl Strategy<Value = Gen> {
     prop_oneof![
         parts().prop_map(Gen::Prefix),
-        (prop::sample::select(HOSTS), prop::option::of(prop::sample::select(&[443u16, 8443][..])))
+        (
+            prop::sample::select(HOSTS),
+            prop::option::of(prop::sample::select(&[443u16, 8443][..]))
+        )
             .prop_map(|(h, p)| Gen::Host(h, p)),
         prop::sample::select(HOSTS).prop_map(Gen::Site),
     ]
