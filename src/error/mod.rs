@@ -551,6 +551,29 @@ mod tests {
     }
 
     #[test]
+    fn no_error_object_repeats_a_urls_password() {
+        let input = "ftp://me:hunter2@example.com/feed";
+        let err = Error::InvalidUrl {
+            input: input.into(),
+            reason: format!("cannot read {input}"),
+            source: None,
+        };
+        let shown = serde_json::to_string(&err.to_object(Some(input))).unwrap();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("me:***@example.com"), "{shown}");
+        let auth = Error::AuthRequired {
+            url: "https://example.com/feed".into(),
+            status: 401,
+            scheme: Some("Basic".into()),
+            realm: Some("Private".into()),
+            rule: None,
+        };
+        assert_eq!(auth.code().as_str(), "AUTH_REQUIRED");
+        assert_eq!(auth.details()["realm"], "Private");
+        assert!(auth.to_string().contains("[[site]]"));
+    }
+
+    #[test]
     fn every_code_string_is_distinct_and_upper_snake() {
         let mut seen = std::collections::HashSet::new();
         for code in ErrorCode::all() {
