@@ -570,3 +570,31 @@ fn the_config_files_schema_is_published_for_editors() {
         assert!(!v.is_valid(&bad), "{bad}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_whose_secret_cannot_be_read_sends_nothing_and_says_why() {
+    let origin = private_origin().await;
+    let cfg = ConfigDir::new(&format!(
+        "[[site]]\nhost = \"127.0.0.1:{}\"\nauth.basic = {{ user = \"me\", password_env = \"NOT_SET_ANYWHERE\" }}\n",
+        origin.addr.port()
+    ));
+    let cache = tempfile::tempdir().unwrap();
+    let out = rss_with(
+        &cfg.path(),
+        cache.path(),
+        &["fetch", &origin.url("/feed.xml")],
+    );
+    let err = &out_json(&out)["errors"][0];
+    assert_eq!(err["code"], "USAGE_ERROR", "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("NOT_SET_ANYWHERE"),
+        "{err}"
+    );
+    assert_eq!(origin.count(), 0);
+    let check = rss_with(&cfg.path(), cache.path(), &["config", "check"]);
+    assert_eq!(check.status.code(), Some(2));
+    assert!(check.stdout.is_empty());
+}
