@@ -42,7 +42,14 @@ async fn main() {
     }
     let cache = tempfile::tempdir().expect("temp dir");
     let mut server = rss_tokio()
-        .args(["mcp", "--http", "127.0.0.1:0", "--max-sessions", "64"])
+        .args([
+            "mcp",
+            "--http",
+            "127.0.0.1:0",
+            "--allow-private-networks",
+            "--max-sessions",
+            "64",
+        ])
         .env("RSS_CACHE_DIR", cache.path())
         .env("RSS_MCP_TOKEN", TOKEN)
         .stderr(Stdio::piped())

@@ -20,6 +20,11 @@ pub const DEFAULT_MAX_BODY_BYTES: u64 = 20 * 1024 * 1024;
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(50);
 /// The environment variable of `--call-timeout` (seconds).
 pub const ENV_CALL_TIMEOUT: &str = "RSS_CALL_TIMEOUT_SECS";
+/// Default `rss mcp --max-response-tokens`: the most tokens a call's result may be asked
+/// for (what common MCP clients let a tool result put before a model).
+pub const DEFAULT_MAX_RESPONSE_TOKENS: usize = 25_000;
+/// Environment variable: `1` lets `rss mcp --http` reach non-public addresses.
+pub const ENV_ALLOW_PRIVATE_NETWORKS: &str = "RSS_ALLOW_PRIVATE_NETWORKS";
 /// The environment variable holding `rss mcp --http`'s bearer token.
 pub const ENV_MCP_TOKEN: &str = "RSS_MCP_TOKEN";
 
@@ -81,6 +86,8 @@ pub mod limits {
     pub const MAX_FRESHNESS_SECS: RangeInclusive<u64> = 0..=31_536_000;
     /// The MCP server's deadline for one call, seconds.
     pub const CALL_TIMEOUT_SECS: RangeInclusive<u64> = 1..=86_400;
+    /// The MCP server's cap on a call's `max_response_tokens`.
+    pub const MAX_RESPONSE_TOKENS: RangeInclusive<u64> = 100..=10_000_000;
 }
 
 /// Where the gate's learned host state is kept.
@@ -146,6 +153,11 @@ pub struct Overrides {
     /// Whether page reads honour robots.txt by default (the config file's `[defaults]`;
     /// `--respect-robots` asks for it per command).
     pub respect_robots: Option<bool>,
+    /// `rss mcp --max-response-tokens`.
+    pub max_response_tokens: Option<u64>,
+    /// Private networks are refused unless allowed (`rss mcp --http`): `Some(allowed)`,
+    /// where `allowed` is `--allow-private-networks`.
+    pub private_networks_by_default: Option<bool>,
 }
 
 /// Every runtime parameter, resolved once before any I/O.
@@ -189,6 +201,8 @@ pub struct Config {
     /// Whether the CLI's page reads honour robots.txt without `--respect-robots` (the config
     /// file's `[defaults] respect_robots`).
     pub respect_robots: bool,
+    /// The MCP server's cap on a call's `max_response_tokens` (`--max-response-tokens`).
+    pub max_response_tokens: usize,
 }
 
 impl Default for Config {
@@ -211,6 +225,7 @@ impl Default for Config {
             host_key: KeyMode::Host,
             call_timeout: DEFAULT_CALL_TIMEOUT,
             respect_robots: false,
+            max_response_tokens: DEFAULT_MAX_RESPONSE_TOKENS,
         }
     }
 }
@@ -383,17 +398,29 @@ impl Config {
             }
             config.timeout = Duration::from_secs_f64(secs);
         }
-        config.deny_private_networks = overrides.deny_private_networks
-            || match env(ENV_DENY_PRIVATE_NETWORKS).as_deref().map(str::trim) {
-                None | Some("") => file.deny_private_networks,
-                Some("0" | "false" | "off") => false,
-                Some("1" | "true" | "on") => true,
-                Some(other) => {
-                    return Err(Error::usage(format!(
-                        "{ENV_DENY_PRIVATE_NETWORKS}={other:?} is not one of 1, 0"
-                    )));
+        let flag = |name: &str| match env(name).as_deref().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some("0" | "false" | "off") => Ok(Some(false)),
+            Some("1" | "true" | "on") => Ok(Some(true)),
+            Some(other) => Err(Error::usage(format!(
+                "{name}={:?} is not one of 1, 0",
+                crate::error::echo(other)
+            ))),
+        };
+        let deny = overrides.deny_private_networks
+            || flag(ENV_DENY_PRIVATE_NETWORKS)?.unwrap_or(file.deny_private_networks);
+        config.deny_private_networks = match overrides.private_networks_by_default {
+            None => deny,
+            Some(allowed) => {
+                let allowed = allowed || flag(ENV_ALLOW_PRIVATE_NETWORKS)?.unwrap_or(false);
+                if allowed && overrides.deny_private_networks {
+                    return Err(Error::usage(
+                        "--allow-private-networks and --deny-private-networks exclude each other",
+                    ));
                 }
-            };
+                !allowed
+            }
+        };
         if let Some(bytes) = overrides.max_body_bytes.or(file.max_body_bytes) {
             in_range(bytes, limits::MAX_BODY_BYTES, "--max-body-bytes")?;
             config.max_body_bytes = bytes;
@@ -450,6 +477,10 @@ impl Config {
                 "--call-timeout / RSS_CALL_TIMEOUT_SECS",
             )?;
             config.call_timeout = Duration::from_secs(secs);
+        }
+        if let Some(n) = overrides.max_response_tokens {
+            in_range(n, limits::MAX_RESPONSE_TOKENS, "--max-response-tokens")?;
+            config.max_response_tokens = usize::try_from(n).unwrap_or(usize::MAX);
         }
         let freshness = match overrides.max_freshness_secs {
             Some(s) => Some(s),

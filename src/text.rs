@@ -95,6 +95,15 @@ pub(crate) fn escape_html(s: &str, out: &mut String) {
     }
 }
 
+/// `n` and its noun, singular or plural: `1 feed`, `2 feeds`, `0 feeds`.
+pub(crate) fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +117,13 @@ mod tests {
         assert_eq!(resolve_entity("#x2014").as_deref(), Some("\u{2014}"));
         assert_eq!(resolve_entity("#146").as_deref(), Some("\u{2019}"));
         assert_eq!(resolve_entity("bogus"), None);
+    }
+
+    #[test]
+    fn counts_are_singular_or_plural() {
+        assert_eq!(counted(1, "feed"), "1 feed");
+        assert_eq!(counted(0, "feed"), "0 feeds");
+        assert_eq!(counted(2, "page"), "2 pages");
     }
 
     #[test]

@@ -260,6 +260,14 @@ pub(super) struct McpArgs {
     /// RATE_LIMITED with its wait. A call's timeout_seconds may lower it.
     #[arg(long, value_name = "SECS")]
     pub(super) call_timeout: Option<u64>,
+    /// The most tokens a call may ask for with `max_response_tokens` (default 25000); a call
+    /// asking more is refused naming this cap.
+    #[arg(long, value_name = "N")]
+    pub(super) max_response_tokens: Option<u64>,
+    /// With --http: let tools reach loopback, private and other non-public addresses
+    /// (refused by default over HTTP; env RSS_ALLOW_PRIVATE_NETWORKS=1).
+    #[arg(long)]
+    pub(super) allow_private_networks: bool,
     /// Close an HTTP session idle this long (90s, 10m, 1h).
     #[arg(long, value_name = "DUR", default_value = "10m", requires = "http")]
     pub(super) session_idle: String,

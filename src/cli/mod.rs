@@ -63,6 +63,10 @@ fn run_main() -> u8 {
     let given = overrides(&cli.global).map(|mut o| {
         if let Command::Mcp(m) = &cli.command {
             o.call_timeout_secs = m.call_timeout;
+            o.max_response_tokens = m.max_response_tokens;
+            if m.http.is_some() {
+                o.private_networks_by_default = Some(m.allow_private_networks);
+            }
         }
         o
     });
@@ -196,6 +200,8 @@ fn overrides(g: &GlobalArgs) -> Result<Overrides> {
         host_key: g.host_key.clone(),
         call_timeout_secs: None,
         respect_robots: None,
+        max_response_tokens: None,
+        private_networks_by_default: None,
         max_freshness_secs: g
             .max_freshness
             .as_deref()

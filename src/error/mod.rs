@@ -130,8 +130,7 @@ pub enum Error {
     },
     /// An MCP result larger than its token budget.
     #[error(
-        "the result would be about {estimated_tokens} tokens, over the budget of {budget_tokens}; \
-         ask for fewer items (limit) or shorter content (max_content_chars)"
+        "the result would be about {estimated_tokens} tokens, over the budget of {budget_tokens}"
     )]
     OverBudget {
         /// Estimated tokens of the full result.
@@ -142,11 +141,18 @@ pub enum Error {
         suggested_limit: Option<usize>,
         /// A `max_content_chars` that, given alone, makes the result fit (`None`: none does).
         suggested_max_content_chars: Option<usize>,
+        /// A `max_response_tokens` that fits the result as it is (`None`: none within the
+        /// server's cap).
+        suggested_max_response_tokens: Option<usize>,
+    },
+    /// An HTML page where a feed was expected.
+    #[error("this is an HTML page, not a feed")]
+    HtmlPage {
+        /// The content type it was served as, if it said.
+        content_type: Option<String>,
     },
     /// The page serves a feed, not an article.
-    #[error(
-        "{url} serves a feed ({format}), not an article: read it with `rss fetch` (MCP: fetch_feed)"
-    )]
+    #[error("{url} serves a feed ({format}), not an article")]
     NotAnArticle {
         /// The page.
         url: String,
@@ -202,10 +208,20 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The requested item does not exist.
-    #[error("{message}")]
+    #[error("no item of {feed_url} has the id, guid or URL {key:?}")]
     NotFound {
-        /// What was looked for, and a hint.
-        message: String,
+        /// The feed searched.
+        feed_url: String,
+        /// What was looked for.
+        key: String,
+    },
+    /// A request to a loopback, private or other non-public address, refused.
+    #[error("refused {input:?}: {reason}")]
+    PrivateNetwork {
+        /// The URL as given.
+        input: String,
+        /// Which address, and what kind.
+        reason: String,
     },
     /// Another process kept a host's shared send slot busy past this call's limit (a
     /// stopped process, say).
@@ -346,13 +362,13 @@ impl Error {
             Error::Usage { .. } | Error::ConfigFile { .. } => ErrorCode::Usage,
             Error::AuthRequired { .. } => ErrorCode::AuthRequired,
             Error::Blocked { .. } => ErrorCode::Blocked,
-            Error::InvalidUrl { .. } => ErrorCode::InvalidUrl,
+            Error::InvalidUrl { .. } | Error::PrivateNetwork { .. } => ErrorCode::InvalidUrl,
             Error::Network { .. } | Error::Redirect { .. } | Error::SlotHeld { .. } => {
                 ErrorCode::Network
             }
             Error::HttpStatus { .. } => ErrorCode::FeedFetchFailed,
             Error::RateLimited { .. } => ErrorCode::RateLimited,
-            Error::Parse { .. } => ErrorCode::FeedParseFailed,
+            Error::Parse { .. } | Error::HtmlPage { .. } => ErrorCode::FeedParseFailed,
             Error::TooLarge { .. } | Error::OverBudget { .. } => ErrorCode::ResponseTooLarge,
             Error::Io { .. } | Error::Listen { .. } | Error::HostStore(_) => ErrorCode::Io,
             Error::NotFound { .. } => ErrorCode::NotFound,
@@ -391,6 +407,13 @@ impl Error {
                 status,
                 provider,
             } => json!({ "url": url, "http_status": status, "provider": provider }),
+            Error::PrivateNetwork { input, .. } => {
+                json!({ "input": input, "private_network": true })
+            }
+            Error::HtmlPage { content_type } => json!({
+                "content_type": content_type.as_deref().unwrap_or("text/html"),
+            }),
+            Error::NotFound { feed_url, key } => json!({ "feed_url": feed_url, "id": key }),
             Error::Network { kind, url, .. } => json!({ "kind": kind.as_str(), "url": url }),
             Error::Redirect { hops, .. } => json!({ "kind": "redirect", "hops": hops }),
             Error::SlotHeld { host, waited } => json!({
@@ -412,10 +435,7 @@ impl Error {
                 "host": host,
             }),
             Error::TooLarge { limit, .. } => json!({ "limit_bytes": limit }),
-            Error::NotAnArticle { format, .. } => json!({
-                "format": format,
-                "hint": "rss fetch / fetch_feed reads feeds",
-            }),
+            Error::NotAnArticle { format, .. } => json!({ "format": format }),
             Error::UnsupportedContent { content_type, .. } => {
                 json!({ "content_type": content_type })
             }
@@ -430,11 +450,13 @@ impl Error {
                 budget_tokens,
                 suggested_limit,
                 suggested_max_content_chars,
+                suggested_max_response_tokens,
             } => json!({
                 "estimated_tokens": estimated_tokens,
                 "budget_tokens": budget_tokens,
                 "suggested_limit": suggested_limit,
                 "suggested_max_content_chars": suggested_max_content_chars,
+                "suggested_max_response_tokens": suggested_max_response_tokens,
             }),
             Error::Io { path, source, .. } => json!({
                 "path": path.display().to_string(),
@@ -446,7 +468,6 @@ impl Error {
             }),
             Error::Usage { .. }
             | Error::Parse { .. }
-            | Error::NotFound { .. }
             | Error::Internal { .. }
             | Error::ClientSetup(_)
             | Error::HostStore(_) => json!({}),

@@ -104,6 +104,7 @@ pub(super) fn render_one(
     let mut fell_back = false;
     let mut content = None;
     let mut content_truncated = false;
+    let mut next_offset = None;
     if let Some(body) = body
         && opts.format != ContentFormat::None
     {
@@ -125,6 +126,7 @@ pub(super) fn render_one(
         };
         if let Some(max) = opts.max_content_chars {
             content_truncated = truncate_chars(&mut rendered, max);
+            next_offset = content_truncated.then_some(max);
         }
         content = Some(rendered).filter(|s| !s.is_empty());
     }
@@ -154,6 +156,7 @@ pub(super) fn render_one(
         content_hash: body.map(|b| ids::short_hash(b.source())),
         content,
         content_truncated,
+        next_offset,
         categories: raw.categories,
         enclosures: raw.enclosures,
         comments: raw.comments,
@@ -201,6 +204,7 @@ mod tests {
         let (item, _) = render_one(raw("<p>héllo</p>"), "id".into(), IdSource::Link, &opts);
         assert_eq!(item.content.as_deref(), Some("hél"));
         assert!(item.content_truncated);
+        assert_eq!(item.next_offset, Some(3));
         assert_eq!(item.content_tokens_est, 1);
         assert_eq!(
             item.content_hash.as_deref(),

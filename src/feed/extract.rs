@@ -57,7 +57,7 @@ pub(super) fn parse_xml(
     let root_lower = root.name.to_ascii_lowercase();
     let atom_mode = root_lower == "feed";
     if root_lower == "html" {
-        return Err(Error::parse(super::discover_hint(base)));
+        return Err(Error::HtmlPage { content_type: None });
     }
     let format = match root_lower.as_str() {
         "rss" | "channel" => "rss",

@@ -124,11 +124,6 @@ fn items_capped_message(beyond: usize) -> String {
     format!("the feed has {beyond} items beyond the first {MAX_ITEMS}; they were not read")
 }
 
-fn discover_hint(doc_url: Option<&Url>) -> String {
-    let url = doc_url.map_or("URL".to_owned(), |u| u.to_string());
-    format!("this is an HTML page, not a feed; `rss discover {url}` lists the feeds it advertises")
-}
-
 /// Parses a feed body. `doc_url` is where it was read from (relative links resolve
 /// against it); `content_type` supplies a charset.
 pub(crate) fn parse(
@@ -170,7 +165,9 @@ pub(crate) fn parse_into(
         ));
     }
     if looks_like_html(head) {
-        return Err(Error::parse(discover_hint(base)));
+        return Err(Error::HtmlPage {
+            content_type: content_type.map(str::to_owned),
+        });
     }
     // Decoded and parsed as a stream: the body is freed as it is read.
     extract::parse_xml(decode::reader(body, content_type), base, sink)
@@ -216,7 +213,7 @@ mod tests {
         ] {
             let err = parse(page.as_bytes().to_vec().into(), None, None).unwrap_err();
             assert_eq!(err.code().as_str(), "FEED_PARSE_FAILED");
-            assert!(err.to_string().contains("rss discover"), "{err}");
+            assert_eq!(err.details()["content_type"], "text/html");
         }
     }
 

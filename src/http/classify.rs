@@ -34,10 +34,9 @@ pub(super) fn network_error(url: &Url, e: reqwest::Error) -> Error {
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&e);
     while let Some(err) = source {
         if let Some(refused) = err.downcast_ref::<super::guard::PrivateAddress>() {
-            return Error::InvalidUrl {
+            return Error::PrivateNetwork {
                 input: url.to_string(),
                 reason: refused.to_string(),
-                source: None,
             };
         }
         source = err.source();

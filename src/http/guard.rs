@@ -100,10 +100,9 @@ pub(crate) fn refuse_literal(url: &url::Url) -> crate::error::Result<()> {
         _ => return Ok(()),
     };
     match private_kind(ip) {
-        Some(kind) => Err(crate::error::Error::InvalidUrl {
+        Some(kind) => Err(crate::error::Error::PrivateNetwork {
             input: url.to_string(),
-            reason: format!("{ip} is a {kind} address (refused by --deny-private-networks)"),
-            source: None,
+            reason: format!("{ip} is a {kind} address, and private networks are refused"),
         }),
         None => Ok(()),
     }
@@ -111,7 +110,7 @@ pub(crate) fn refuse_literal(url: &url::Url) -> crate::error::Result<()> {
 
 /// A refused address, carried through the HTTP client's error chain.
 #[derive(Debug, thiserror::Error)]
-#[error("{host} resolves to {addr}, a {kind} address (refused by --deny-private-networks)")]
+#[error("{host} resolves to {addr}, a {kind} address, and private networks are refused")]
 pub(crate) struct PrivateAddress {
     pub host: String,
     pub addr: IpAddr,

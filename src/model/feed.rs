@@ -190,8 +190,11 @@ pub struct Item {
     pub content_tokens_est: usize,
     /// 16 hex of sha256 of the full body as the feed gave it (before rendering).
     pub content_hash: Option<String>,
-    /// Whether `content` was cut at `--max-content-chars`.
+    /// Whether `content` was cut (`--max-content-chars`, or an MCP token budget).
     pub content_truncated: bool,
+    /// Where the rest of a cut `content` starts (characters of the rendered content): MCP
+    /// `get_item` takes it as `offset`; `null` when nothing was cut.
+    pub next_offset: Option<usize>,
     /// Category terms.
     pub categories: Vec<String>,
     /// Attached media (RSS enclosures, Atom enclosure links, media:content, JSON attachments).

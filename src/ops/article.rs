@@ -248,6 +248,7 @@ async fn from_body(
     if let (Some(c), Some(max)) = (&mut content, opts.render.max_content_chars) {
         truncated = truncate_chars(c, max);
     }
+    let next_offset = truncated.then_some(opts.render.max_content_chars).flatten();
     let result = ArticleResult {
         status: FeedStatus::Ok,
         final_url: Some(final_url.to_string()),
@@ -263,6 +264,7 @@ async fn from_body(
         content,
         content_hash: Some(a.content_hash),
         content_truncated: truncated,
+        next_offset,
         word_count: a.word_count,
         ..blank(url, opts.render.format)
     };

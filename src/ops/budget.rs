@@ -7,9 +7,17 @@ use crate::error::{Error, Result};
 use crate::feed::{estimate_tokens, truncate_chars};
 use crate::model::{ArticleOutput, ArticleResult, FetchOutput, Item, ShowOutput};
 
-/// Estimated tokens of `value` as sent: ceil(chars / 4) of its JSON.
+/// Estimated tokens of `value` as a model gets it: its compact view
+/// ([`crate::output::compact`]) as JSON, by [`estimate_tokens`].
 pub fn tokens_of<T: Serialize>(value: &T) -> usize {
-    serde_json::to_string(value).map_or(usize::MAX, |s| estimate_tokens(&s))
+    let v = crate::output::compact::compact_value(value);
+    serde_json::to_string(&v).map_or(usize::MAX, |s| estimate_tokens(&s))
+}
+
+/// A `max_response_tokens` that would hold a result of `estimated` tokens, with room for
+/// what changes from call to call.
+fn roomy(estimated: usize) -> usize {
+    estimated.saturating_mul(11) / 10 + 64
 }
 
 /// A copy of `out` with at most `limit` items per feed.
@@ -59,12 +67,14 @@ fn longest_body<'a>(items: impl Iterator<Item = &'a Item>) -> usize {
         .unwrap_or(0)
 }
 
-/// Cuts an item's content and summary to `chars` characters.
+/// Cuts an item's content and summary to `chars` characters (as `max_content_chars`
+/// does: the rest of the content starts at `next_offset`).
 fn cut_item(it: &mut Item, chars: usize) {
     if let Some(c) = &mut it.content
         && truncate_chars(c, chars)
     {
         it.content_truncated = true;
+        it.next_offset = Some(it.next_offset.map_or(chars, |n| n.min(chars)));
     }
     if let Some(s) = &mut it.summary {
         truncate_chars(s, chars);
@@ -77,9 +87,10 @@ fn target(budget: usize, overhead: usize) -> usize {
 }
 
 /// `Ok` when `out` (plus `overhead` tokens of summary text) fits in `budget` tokens;
-/// otherwise `RESPONSE_TOO_LARGE` with a per-feed `limit` and a `max_content_chars` that
-/// each, followed alone, make the same result fit (with a margin for the fields that
-/// change when they are applied); a suggestion that cannot make it fit alone is `None`.
+/// otherwise `RESPONSE_TOO_LARGE` with a per-feed `limit`, a `max_content_chars` and a
+/// `max_response_tokens` that each, followed alone, make the same result fit (with a
+/// margin for the fields that change when they are applied); a suggestion that cannot make
+/// it fit alone is `None`.
 pub fn check(out: &FetchOutput, budget: usize, overhead: usize) -> Result<()> {
     let estimated = tokens_of(out) + overhead;
     if estimated <= budget {
@@ -87,37 +98,19 @@ pub fn check(out: &FetchOutput, budget: usize, overhead: usize) -> Result<()> {
     }
     let target = target(budget, overhead);
     let most_items = out.feeds.iter().map(|f| f.items.len()).max().unwrap_or(0);
-    let suggested_limit = largest_fitting(most_items, |l| tokens_of(&with_limit(out, l)) <= target);
+    let suggested_limit = largest_fitting(most_items, |l| tokens_of(&with_limit(out, l)) <= target)
+        .filter(|&l| l > 0);
     let longest = longest_body(out.feeds.iter().flat_map(|f| f.items.iter()));
     let suggested_max_content_chars = largest_fitting(longest, |c| {
         tokens_of(&with_content_chars(out, c)) <= target
-    });
+    })
+    .filter(|&c| c > 0);
     Err(Error::OverBudget {
         estimated_tokens: estimated,
         budget_tokens: budget,
         suggested_limit,
         suggested_max_content_chars,
-    })
-}
-
-/// Like [`check`] for one item (`get_item`): only `max_content_chars` can be suggested.
-pub fn check_item(out: &ShowOutput, budget: usize, overhead: usize) -> Result<()> {
-    let estimated = tokens_of(out) + overhead;
-    if estimated <= budget {
-        return Ok(());
-    }
-    let target = target(budget, overhead);
-    let longest = longest_body(std::iter::once(&out.item));
-    let suggested_max_content_chars = largest_fitting(longest, |c| {
-        let mut o = out.clone();
-        cut_item(&mut o.item, c);
-        tokens_of(&o) <= target
-    });
-    Err(Error::OverBudget {
-        estimated_tokens: estimated,
-        budget_tokens: budget,
-        suggested_limit: None,
-        suggested_max_content_chars,
+        suggested_max_response_tokens: Some(roomy(estimated)),
     })
 }
 
@@ -140,85 +133,272 @@ pub fn cut_at_paragraph(s: &str, max: usize) -> (&str, usize) {
     (kept, kept.chars().count())
 }
 
-/// Starts `a`'s content `offset` characters in (the part after what an earlier call gave).
-pub fn skip_to(a: &mut ArticleResult, offset: usize) {
-    if offset == 0 {
-        return;
+/// A text that may be cut, with the fields that say so: an item's content or an
+/// article's, which starts `offset` characters into the whole.
+pub(crate) struct Body<'a> {
+    content: &'a mut Option<String>,
+    truncated: &'a mut bool,
+    next_offset: &'a mut Option<usize>,
+    tokens: &'a mut usize,
+    offset: usize,
+}
+
+impl Body<'_> {
+    fn of_article(a: &mut ArticleResult, offset: usize) -> Body<'_> {
+        Body {
+            content: &mut a.content,
+            truncated: &mut a.content_truncated,
+            next_offset: &mut a.next_offset,
+            tokens: &mut a.content_tokens_est,
+            offset,
+        }
     }
-    if let Some(c) = &mut a.content {
-        *c = c.chars().skip(offset).collect();
-        a.content_tokens_est = estimate_tokens(c);
+
+    fn of_item(i: &mut Item, offset: usize) -> Body<'_> {
+        Body {
+            content: &mut i.content,
+            truncated: &mut i.content_truncated,
+            next_offset: &mut i.next_offset,
+            tokens: &mut i.content_tokens_est,
+            offset,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.content.as_ref().map_or(0, |c| c.chars().count())
+    }
+
+    /// Starts the text `offset` characters in (the part after what an earlier call gave);
+    /// a `USAGE_ERROR` saying where the end is when that is past it. A `next_offset` it
+    /// had is moved along.
+    fn skip(&mut self, what: &str, arg: &str) -> Result<()> {
+        let offset = self.offset;
+        if offset == 0 {
+            return Ok(());
+        }
+        let total = self.len();
+        if offset >= total {
+            return Err(Error::usage(format!(
+                "`{arg}` {offset} is past the end of the {what}: it is {total} characters long{}",
+                if total == 0 {
+                    String::new()
+                } else {
+                    format!(" (offsets 0 to {})", total - 1)
+                }
+            )));
+        }
+        if let Some(c) = self.content.as_mut() {
+            *c = c.chars().skip(offset).collect();
+            *self.tokens = estimate_tokens(c);
+        }
+        Ok(())
+    }
+
+    /// Cuts the text to exactly `max` characters (as `max_content_chars` does), saying where
+    /// the rest starts.
+    fn cap(&mut self, max: usize) {
+        if let Some(c) = self.content.as_mut()
+            && truncate_chars(c, max)
+        {
+            *self.tokens = estimate_tokens(c);
+            *self.truncated = true;
+            *self.next_offset = Some(self.offset + max);
+        }
+    }
+
+    /// Cuts the text to at most `max` characters at a paragraph break, saying where the
+    /// rest starts.
+    fn cut(&mut self, max: usize) {
+        let Some(c) = self.content.as_ref() else {
+            return;
+        };
+        if c.chars().count() <= max {
+            return;
+        }
+        let (kept, n) = cut_at_paragraph(c, max);
+        let kept = kept.to_owned();
+        *self.tokens = estimate_tokens(&kept);
+        *self.content = Some(kept);
+        *self.truncated = true;
+        *self.next_offset = Some(self.offset + n);
     }
 }
 
-/// Cuts `a`'s content (which starts `offset` characters into the article) to at most `max`
-/// characters at a paragraph break, saying where the rest starts.
-fn cut_article(a: &mut ArticleResult, max: usize, offset: usize) {
-    let Some(c) = &a.content else { return };
-    let total = c.chars().count();
-    if total <= max {
-        return;
-    }
-    let (kept, n) = cut_at_paragraph(c, max);
-    let kept = kept.to_owned();
-    a.content_tokens_est = estimate_tokens(&kept);
-    a.content = Some(kept);
-    a.content_truncated = true;
-    a.next_offset = Some(offset + n);
+/// Where the texts of a result start: an item's content (`offset`) and its article's
+/// (`article_offset`), or each article of `fetch_article` (`offset`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Offsets {
+    /// Into an item's content, or each article of `fetch_article`.
+    pub content: usize,
+    /// Into the article attached to an item.
+    pub article: usize,
 }
 
-/// Fits `articles` (each starting `offset` characters in) into what `tokens` says is left
-/// of `target`, by cutting every content to one length at paragraph breaks: the longest
-/// that fits. `false` when not even empty contents fit.
-fn fit_contents<T: Clone + Serialize>(
+/// Fits `out` into `target` by cutting every text `bodies` gives to one length at
+/// paragraph breaks: the longest that fits. `false` when no length of one character or
+/// more fits.
+fn fit_bodies<T: Clone + Serialize>(
     out: &mut T,
     target: usize,
-    offset: usize,
-    articles: fn(&mut T) -> Vec<&mut ArticleResult>,
+    at: Offsets,
+    bodies: fn(&mut T, Offsets) -> Vec<Body<'_>>,
 ) -> bool {
     let longest = {
         let mut probe = out.clone();
-        articles(&mut probe)
+        bodies(&mut probe, at)
             .iter()
-            .filter_map(|a| a.content.as_ref().map(|c| c.chars().count()))
+            .map(Body::len)
             .max()
             .unwrap_or(0)
     };
+    if longest == 0 {
+        return false;
+    }
     let cut = |o: &T, max: usize| {
         let mut o = o.clone();
-        for a in articles(&mut o) {
-            cut_article(a, max, offset);
+        for mut b in bodies(&mut o, at) {
+            b.cut(max);
         }
         o
     };
     match largest_fitting(longest, |c| tokens_of(&cut(out, c)) <= target) {
-        Some(c) => {
+        Some(c) if c > 0 => {
             *out = cut(out, c);
             true
         }
-        None => false,
+        _ => false,
     }
 }
 
-fn articles_of(out: &mut ArticleOutput) -> Vec<&mut ArticleResult> {
-    out.articles.iter_mut().collect()
+fn articles_of(out: &mut ArticleOutput, at: Offsets) -> Vec<Body<'_>> {
+    out.articles
+        .iter_mut()
+        .map(|a| Body::of_article(a, at.content))
+        .collect()
 }
 
-fn item_articles(out: &mut FetchOutput) -> Vec<&mut ArticleResult> {
+fn item_articles(out: &mut FetchOutput, _: Offsets) -> Vec<Body<'_>> {
     out.feeds
         .iter_mut()
         .flat_map(|f| f.items.iter_mut())
         .filter_map(|i| i.article.as_deref_mut())
+        .map(|a| Body::of_article(a, 0))
         .collect()
 }
 
-fn show_article(out: &mut ShowOutput) -> Vec<&mut ArticleResult> {
-    out.item.article.as_deref_mut().into_iter().collect()
+fn item_texts(out: &mut FetchOutput, _: Offsets) -> Vec<Body<'_>> {
+    out.feeds
+        .iter_mut()
+        .flat_map(|f| f.items.iter_mut())
+        .flat_map(|i| {
+            let (content, truncated, next_offset, tokens, article) = (
+                &mut i.content,
+                &mut i.content_truncated,
+                &mut i.next_offset,
+                &mut i.content_tokens_est,
+                i.article.as_deref_mut(),
+            );
+            let item = Body {
+                content,
+                truncated,
+                next_offset,
+                tokens,
+                offset: 0,
+            };
+            std::iter::once(item).chain(article.map(|a| Body::of_article(a, 0)))
+        })
+        .collect()
+}
+
+fn show_article(out: &mut ShowOutput, at: Offsets) -> Vec<Body<'_>> {
+    out.item
+        .article
+        .as_deref_mut()
+        .map(|a| Body::of_article(a, at.article))
+        .into_iter()
+        .collect()
+}
+
+fn show_texts(out: &mut ShowOutput, at: Offsets) -> Vec<Body<'_>> {
+    let item = &mut out.item;
+    let article = item
+        .article
+        .as_deref_mut()
+        .map(|a| Body::of_article(a, at.article));
+    let body = Body {
+        content: &mut item.content,
+        truncated: &mut item.content_truncated,
+        next_offset: &mut item.next_offset,
+        tokens: &mut item.content_tokens_est,
+        offset: at.content,
+    };
+    std::iter::once(body).chain(article).collect()
+}
+
+/// Starts each article of `out` `offset` characters in; past the end of one, a
+/// `USAGE_ERROR` saying where it ends.
+pub fn skip_articles(out: &mut ArticleOutput, offset: usize) -> Result<()> {
+    for a in &mut out.articles {
+        if a.content.is_some() {
+            Body::of_article(a, offset).skip("article", "offset")?;
+        }
+    }
+    Ok(())
+}
+
+/// Starts `get_item`'s texts where `at` says: the item's content at `at.content`, its
+/// article's at `at.article`; past either end, a `USAGE_ERROR` saying where it is.
+pub fn skip_item(out: &mut ShowOutput, at: Offsets) -> Result<()> {
+    if at.content > 0 {
+        Body::of_item(&mut out.item, at.content).skip("item's content", "offset")?;
+    }
+    if at.article > 0 {
+        let Some(a) = out.item.article.as_deref_mut() else {
+            return Err(Error::usage(
+                "`article_offset` continues an article: give it with `article: true`",
+            ));
+        };
+        if a.content.is_some() {
+            Body::of_article(a, at.article).skip("article", "article_offset")?;
+        }
+    }
+    Ok(())
+}
+
+/// Cuts each article (which starts `offset` characters in) to `max` characters, with
+/// `next_offset`.
+pub fn cap_articles(out: &mut ArticleOutput, max: usize, offset: usize) {
+    for a in &mut out.articles {
+        Body::of_article(a, offset).cap(max);
+    }
+}
+
+/// Cuts `get_item`'s texts (which start where `at` says) to `max` characters each, with
+/// `next_offset`; the summary too.
+pub fn cap_item(out: &mut ShowOutput, max: usize, at: Offsets) {
+    Body::of_item(&mut out.item, at.content).cap(max);
+    if let Some(s) = &mut out.item.summary {
+        truncate_chars(s, max);
+    }
+    if let Some(a) = out.item.article.as_deref_mut() {
+        Body::of_article(a, at.article).cap(max);
+    }
+}
+
+/// The error for a result that no cut makes fit: a budget that would hold it.
+fn too_large(estimated: usize, budget: usize, chars: Option<usize>) -> Error {
+    Error::OverBudget {
+        estimated_tokens: estimated,
+        budget_tokens: budget,
+        suggested_limit: None,
+        suggested_max_content_chars: chars,
+        suggested_max_response_tokens: Some(roomy(estimated)),
+    }
 }
 
 /// Fits an article result (plus `overhead` tokens) into `budget`: articles longer than
-/// their share come back cut at a paragraph, with `next_offset`; `RESPONSE_TOO_LARGE` when
-/// not even that fits.
+/// their share come back cut at a paragraph, with `next_offset`; `RESPONSE_TOO_LARGE`
+/// when not even that fits.
 pub fn fit_articles(
     out: &mut ArticleOutput,
     budget: usize,
@@ -229,33 +409,57 @@ pub fn fit_articles(
     if estimated <= budget {
         return Ok(());
     }
-    if fit_contents(out, target(budget, overhead), offset, articles_of) {
+    let at = Offsets {
+        content: offset,
+        article: 0,
+    };
+    if fit_bodies(out, target(budget, overhead), at, articles_of) {
         out.total_content_tokens_est = out.articles.iter().map(|a| a.content_tokens_est).sum();
         return Ok(());
     }
-    Err(Error::OverBudget {
-        estimated_tokens: estimated,
-        budget_tokens: budget,
-        suggested_limit: None,
-        suggested_max_content_chars: None,
-    })
+    Err(too_large(estimated, budget, None))
 }
 
-/// Fits a fetch whose items carry articles: the articles are cut first (they share the
-/// feed's budget); then [`check`] as for any fetch.
+/// Fits a fetch (the one item a page could not do without): its article is cut first, then
+/// its content, each at a paragraph with `next_offset`; then [`check`] as for any fetch.
 pub fn fit_fetch(out: &mut FetchOutput, budget: usize, overhead: usize) -> Result<()> {
-    if tokens_of(out) + overhead > budget && !item_articles(out).is_empty() {
-        fit_contents(out, target(budget, overhead), 0, item_articles);
+    let target = target(budget, overhead);
+    let at = Offsets::default();
+    if tokens_of(out) + overhead > budget {
+        let articles = !item_articles(out, at).is_empty();
+        if !(articles && fit_bodies(out, target, at, item_articles)) {
+            fit_bodies(out, target, at, item_texts);
+        }
     }
     check(out, budget, overhead)
 }
 
-/// Fits `get_item` with its article: the article is cut first, then [`check_item`].
-pub fn fit_item(out: &mut ShowOutput, budget: usize, overhead: usize) -> Result<()> {
-    if tokens_of(out) + overhead > budget && out.item.article.is_some() {
-        fit_contents(out, target(budget, overhead), 0, show_article);
+/// Fits `get_item` into `budget`: its article is cut first, then its content too, each at
+/// a paragraph with `next_offset` (the texts start where `at` says); `RESPONSE_TOO_LARGE`
+/// with what would fit when not even that does.
+pub fn fit_item(out: &mut ShowOutput, budget: usize, overhead: usize, at: Offsets) -> Result<()> {
+    let estimated = tokens_of(out) + overhead;
+    if estimated <= budget {
+        return Ok(());
     }
-    check_item(out, budget, overhead)
+    let target = target(budget, overhead);
+    if out.item.article.is_some() && fit_bodies(out, target, at, show_article) {
+        return Ok(());
+    }
+    if fit_bodies(out, target, at, show_texts) {
+        return Ok(());
+    }
+    let longest = longest_body(std::iter::once(&out.item));
+    let chars = largest_fitting(longest, |c| {
+        let mut o = out.clone();
+        cut_item(&mut o.item, c);
+        if let Some(a) = o.item.article.as_deref_mut() {
+            a.content = None;
+        }
+        tokens_of(&o) <= target
+    })
+    .filter(|&c| c > 0);
+    Err(too_large(estimated, budget, chars))
 }
 
 #[cfg(test)]

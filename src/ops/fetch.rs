@@ -340,6 +340,15 @@ async fn fetch_http(
             )
             .await;
             o.feed.final_url = Some(final_url);
+            // A body that is not a feed came with a success status: say which.
+            if let Some(e) = o
+                .feed
+                .error
+                .as_mut()
+                .filter(|e| e.code == "FEED_PARSE_FAILED")
+            {
+                e.details.insert("http_status".to_owned(), 200.into());
+            }
             o
         }
         Got::Failed(err) => FeedOutcome::failed(feed_url, &err),

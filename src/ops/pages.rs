@@ -1,6 +1,7 @@
-//! Pages of a fetch too large for one answer: as many whole feeds (and, of the feed that
-//! does not fit, as many whole items) as fit the token budget, and a `next_cursor` that
-//! continues exactly there.
+//! Pages of a fetch too large for one answer. The first page carries every feed (its
+//! status, error and metadata); the items share the budget across feeds, taken in turns
+//! (each feed's newest, then each feed's next, ...), as many as fit; a `next_cursor`
+//! continues exactly there. Later pages carry the feeds that have items on them.
 //!
 //! A cursor is `base64url(JSON) "." base64url(tag)`: the JSON says where the page starts,
 //! which options it belongs to, how `since` was resolved and when it was issued; the tag is
@@ -22,7 +23,8 @@ use super::budget::{self, tokens_of};
 use super::request::FetchRequest;
 use super::{CacheMode, FetchOptions};
 use crate::error::{Error, Result};
-use crate::model::{FeedResult, FetchOutput, Warning, WarningCode};
+use crate::inputs::{Input, Source};
+use crate::model::{FeedMeta, FeedResult, FeedStatus, FetchOutput, Warning, WarningCode};
 
 /// How long a cursor can be used after it was given.
 pub const CURSOR_LIFETIME: Duration = Duration::from_secs(3600);
@@ -76,6 +78,9 @@ impl CursorKey {
     }
 }
 
+/// The cursor format's version.
+const VERSION: u8 = 2;
+
 /// Where a page starts, and what it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Cursor {
@@ -83,24 +88,31 @@ struct Cursor {
     v: u8,
     /// The options' fingerprint ([`fingerprint`]).
     o: String,
-    /// The feed (index in the request) the page starts in.
-    f: usize,
-    /// The item (index in that feed's returned items) the page starts at.
-    n: usize,
-    /// That item's id, to find it again if the feed moved.
-    i: Option<String>,
+    /// Per feed (in request order), how many of its items earlier pages gave.
+    c: Vec<usize>,
+    /// The feeds (indices) that failed on the first page: never asked again.
+    x: Vec<usize>,
+    /// A check of the items the page starts at ([`check_of`]), to see that no feed moved.
+    h: String,
     /// `since` as the first page resolved it (Unix ms), so a relative one does not drift.
     s: Option<i64>,
     /// When the cursor was given (Unix seconds).
     t: u64,
 }
 
-/// Where a continued call starts.
+/// Where a continued call starts (the first page: the default).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Start {
-    feed: usize,
-    item: usize,
-    anchor: Option<String>,
+    counts: Vec<usize>,
+    failed: Vec<usize>,
+    check: String,
+}
+
+impl Start {
+    /// Whether this is the first page.
+    pub fn is_first(&self) -> bool {
+        self.counts.is_empty()
+    }
 }
 
 /// A fingerprint of what a paged call asked for (its inputs and every option that changes
@@ -116,6 +128,7 @@ pub fn fingerprint(urls: &[String], req: &FetchRequest) -> String {
         "content": format!("{:?}", req.content),
         "max_content_chars": req.max_content_chars,
         "articles": req.articles,
+        "article_content": format!("{:?}", req.article_content),
     });
     hex::encode(&Sha256::digest(asked.to_string().as_bytes())[..8])
 }
@@ -160,7 +173,7 @@ pub fn decode(
         .map_err(|_| refused("it is not a cursor this server gave"))?;
     let c: Cursor = serde_json::from_slice(&json)
         .map_err(|_| refused("it is not a cursor this server gave"))?;
-    if c.v != 1 {
+    if c.v != VERSION {
         return Err(refused("it is of another version"));
     }
     if unix_now().saturating_sub(c.t) > CURSOR_LIFETIME.as_secs() {
@@ -177,12 +190,22 @@ pub fn decode(
     let since = c.s.and_then(DateTime::from_timestamp_millis);
     Ok((
         Start {
-            feed: c.f,
-            item: c.n,
-            anchor: c.i,
+            counts: c.c,
+            failed: c.x,
+            check: c.h,
         },
         since,
     ))
+}
+
+/// Keeps the feeds that failed on the first page from being asked again: a later page
+/// shows none of their items, so no request is made for them.
+pub fn hold_back(inputs: &mut [Input], start: &Start) {
+    for &i in &start.failed {
+        if let Some(input) = inputs.get_mut(i) {
+            input.source = Source::Invalid(Error::usage("failed on the first page"));
+        }
+    }
 }
 
 /// Makes `opts` cut a later page from the same run as the first: the same `since`, and every
@@ -207,13 +230,37 @@ fn encode(key: &CursorKey, c: &Cursor) -> String {
     format!("{body}.{tag}")
 }
 
-/// The feeds of `full` from `start` on, with the items of the first from `start.item`.
-fn rest_of(full: &FetchOutput, start: &Start) -> Vec<FeedResult> {
-    let mut feeds: Vec<FeedResult> = full.feeds.iter().skip(start.feed).cloned().collect();
-    if let Some(first) = feeds.first_mut() {
-        first.items.drain(..start.item.min(first.items.len()));
+/// A short check of where a page starts: each feed's next item's id after `counts`.
+fn check_of(full: &FetchOutput, counts: &[usize]) -> String {
+    let mut h = Sha256::new();
+    for (f, &n) in full.feeds.iter().zip(counts) {
+        h.update(f.items.get(n).map_or("-", |i| i.id.as_str()).as_bytes());
+        h.update(b"\n");
     }
-    feeds
+    hex::encode(&h.finalize()[..4])
+}
+
+/// The items left after `counts`, in the order pages give them: in turns, the feed that
+/// has given the fewest first (the earliest in the request among equals). Each entry is
+/// (feed, item index).
+fn turns(full: &FetchOutput, counts: &[usize]) -> Vec<(usize, usize)> {
+    use std::cmp::Reverse;
+    let mut heap: std::collections::BinaryHeap<Reverse<(usize, usize)>> = full
+        .feeds
+        .iter()
+        .zip(counts)
+        .enumerate()
+        .filter(|(_, (f, n))| **n < f.items.len())
+        .map(|(i, (_, &n))| Reverse((n, i)))
+        .collect();
+    let mut order = Vec::new();
+    while let Some(Reverse((n, f))) = heap.pop() {
+        order.push((f, n));
+        if n + 1 < full.feeds[f].items.len() {
+            heap.push(Reverse((n + 1, f)));
+        }
+    }
+    order
 }
 
 /// Resets a page's totals, errors, warnings and duplicates to its own feeds.
@@ -245,34 +292,81 @@ fn settle(page: &mut FetchOutput, full: &FetchOutput) {
         .collect();
 }
 
-/// Finds where `start` points in `full` now: at its anchor item if the feed moved (a
-/// newer copy replaced the cached one), with a warning; a start past the run is refused.
-fn locate(full: &FetchOutput, mut start: Start, warnings: &mut Vec<Warning>) -> Result<Start> {
-    let Some(feed) = full.feeds.get(start.feed) else {
-        return Err(refused("it points past the feeds of this call"));
-    };
-    if let Some(anchor) = &start.anchor
-        && feed.items.get(start.item).map(|i| &i.id) != Some(anchor)
-    {
-        match feed.items.iter().position(|i| &i.id == anchor) {
-            Some(at) => start.item = at,
-            None => start.item = start.item.min(feed.items.len()),
+/// What a page holds: the feeds it shows, each with how many of its items from where.
+struct Cut<'a> {
+    full: &'a FetchOutput,
+    counts: &'a [usize],
+    order: &'a [(usize, usize)],
+    first: bool,
+    slim: bool,
+}
+
+impl Cut<'_> {
+    /// The page with the first `m` items of the order.
+    fn page(&self, m: usize) -> FetchOutput {
+        let mut taken = vec![0usize; self.full.feeds.len()];
+        for &(f, _) in &self.order[..m] {
+            taken[f] += 1;
         }
-        warnings.push(Warning::new(
-            Some(feed.feed_url.clone()),
-            WarningCode::CursorShifted,
-            "the feed changed since the last page (a newer copy was fetched): items may \
-             repeat or be missing on this page"
-                .to_owned(),
-        ));
+        let full = self.full;
+        let mut page = FetchOutput {
+            schema_version: full.schema_version.clone(),
+            fetched_at: full.fetched_at.clone(),
+            total_items: 0,
+            total_content_tokens_est: 0,
+            feeds: Vec::new(),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            truncation: full.truncation.clone(),
+            duplicates: Vec::new(),
+            next_cursor: None,
+        };
+        for (f, feed) in self.full.feeds.iter().enumerate() {
+            if !self.first && taken[f] == 0 {
+                continue;
+            }
+            let from = self.counts[f];
+            let mut shown = FeedResult {
+                feed_url: feed.feed_url.clone(),
+                final_url: feed.final_url.clone(),
+                status: feed.status,
+                from_cache: feed.from_cache,
+                meta: feed.meta.clone(),
+                item_count: 0,
+                content_tokens_est_total: 0,
+                items: feed.items[from..from + taken[f]].to_vec(),
+                error: feed.error.clone(),
+                attempts: feed.attempts,
+                gate_wait_ms: feed.gate_wait_ms,
+                cached_at: feed.cached_at.clone(),
+                cache_age_seconds: feed.cache_age_seconds,
+                fresh_until: feed.fresh_until.clone(),
+            };
+            if self.slim && taken[f] == 0 {
+                slim(&mut shown);
+            }
+            page.feeds.push(shown);
+        }
+        settle(&mut page, self.full);
+        page
     }
-    Ok(start)
+}
+
+/// A feed's entry cut to what says how it went: its metadata beyond the title goes.
+fn slim(feed: &mut FeedResult) {
+    let title = feed.meta.title.take();
+    feed.meta = FeedMeta {
+        title,
+        ..FeedMeta::default()
+    };
 }
 
 /// Cuts from `full` the page that starts at `start` and fits `budget` tokens (with
-/// `overhead` more for the summary text): its feeds, and the cursor of the next page if
-/// anything is left. `RESPONSE_TOO_LARGE` (with suggestions) only when the page's first item
-/// alone, with its article cut as short as it can be, does not fit.
+/// `overhead` more for the summary text): on the first page every feed, and the items that
+/// fit, taken in turns across feeds ([`turns`]); the cursor of the next page if any item
+/// is left. A page whose first item alone does not fit has that item's article and content
+/// cut at a paragraph (with `next_offset`); `RESPONSE_TOO_LARGE` (with a budget that
+/// fits) only when not even that, or the first page's feeds alone, fit.
 pub fn page(
     key: &CursorKey,
     full: FetchOutput,
@@ -282,74 +376,82 @@ pub fn page(
     fingerprint: &str,
     since: Option<DateTime<Utc>>,
 ) -> Result<FetchOutput> {
+    let first = start.is_first();
+    let counts = if first {
+        vec![0; full.feeds.len()]
+    } else if start.counts.len() == full.feeds.len() {
+        start.counts.clone()
+    } else {
+        return Err(refused("it does not match the feeds of this call"));
+    };
     let mut warnings = Vec::new();
-    let start = locate(&full, start, &mut warnings)?;
-    let rest = rest_of(&full, &start);
-    let mut page = FetchOutput {
-        feeds: Vec::with_capacity(rest.len()),
-        ..full.clone()
-    };
-    page.feeds.clear();
+    if !first && check_of(&full, &counts) != start.check {
+        warnings.push(Warning::new(
+            None,
+            WarningCode::CursorShifted,
+            "a feed changed since the last page (a newer copy was fetched): items may \
+             repeat or be missing on this page"
+                .to_owned(),
+        ));
+    }
+    let order = turns(&full, &counts);
     let fits = |p: &FetchOutput| tokens_of(p) + overhead + CURSOR_TOKENS <= budget;
-    let mut next: Option<(usize, usize)> = None;
-    for (k, feed) in rest.into_iter().enumerate() {
-        let index = start.feed + k;
-        let offset = if k == 0 { start.item } else { 0 };
-        page.feeds.push(feed);
-        settle(&mut page, &full);
-        if fits(&page) {
-            continue;
-        }
-        let whole = page.feeds.pop().expect("just pushed");
-        let with = |n: usize| {
-            let mut p = page.clone();
-            let mut f = whole.clone();
-            f.items.truncate(n);
-            p.feeds.push(f);
-            settle(&mut p, &full);
-            p
-        };
-        match budget::largest_fitting(whole.items.len(), |n| fits(&with(n))) {
-            Some(n) if n > 0 => {
-                page = with(n);
-                next = Some((index, offset + n));
-            }
-            _ if !page.feeds.is_empty() => next = Some((index, offset)),
-            _ => {
-                // Not even this page's first item fits: cut its article, else refuse.
-                let mut one = with(1);
-                budget::fit_fetch(&mut one, budget, overhead + CURSOR_TOKENS)?;
-                page = one;
-                next = Some((index, offset + 1));
-            }
-        }
-        break;
+    let mut cut = Cut {
+        full: &full,
+        counts: &counts,
+        order: &order,
+        first,
+        slim: false,
+    };
+    let mut found = budget::largest_fitting(order.len(), |m| fits(&cut.page(m)));
+    if found.is_none() && first {
+        cut.slim = true;
+        found = budget::largest_fitting(order.len(), |m| fits(&cut.page(m)));
     }
-    // A page that ends with a feed's last item continues with the next feed.
-    if let Some((f, n)) = next
-        && n > 0
-        && n >= full.feeds[f].items.len()
-    {
-        next = (f + 1 < full.feeds.len()).then_some((f + 1, 0));
-    }
-    settle(&mut page, &full);
-    page.warnings.extend(warnings);
-    page.truncation.items_on_later_pages = match next {
-        None => 0,
-        Some((f, n)) => {
-            let later: usize = full.feeds.iter().skip(f).map(|x| x.items.len()).sum();
-            later - n.min(later)
+    let (mut page, m) = match found {
+        Some(m) if m > 0 || order.is_empty() => (cut.page(m), m),
+        Some(_) => {
+            // Not even the page's first item fits: cut its article and content, else refuse.
+            let mut one = cut.page(1);
+            budget::fit_fetch(&mut one, budget, overhead + CURSOR_TOKENS)?;
+            (one, 1)
+        }
+        None => {
+            let estimated = tokens_of(&cut.page(0)) + overhead + CURSOR_TOKENS;
+            return Err(Error::OverBudget {
+                estimated_tokens: estimated,
+                budget_tokens: budget,
+                suggested_limit: None,
+                suggested_max_content_chars: None,
+                suggested_max_response_tokens: Some(estimated.saturating_mul(11) / 10 + 64),
+            });
         }
     };
-    page.next_cursor = next.map(|(f, n)| {
+    page.warnings.extend(warnings);
+    let mut next = counts.clone();
+    for &(f, _) in &order[..m] {
+        next[f] += 1;
+    }
+    page.truncation.items_on_later_pages = order.len() - m;
+    page.next_cursor = (m < order.len()).then(|| {
+        let failed = if first {
+            full.feeds
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.status == FeedStatus::Error)
+                .map(|(i, _)| i)
+                .collect()
+        } else {
+            start.failed.clone()
+        };
         encode(
             key,
             &Cursor {
-                v: 1,
+                v: VERSION,
                 o: fingerprint.to_owned(),
-                f,
-                n,
-                i: full.feeds[f].items.get(n).map(|i| i.id.clone()),
+                h: check_of(&full, &next),
+                c: next,
+                x: failed,
                 s: since.map(|s| s.timestamp_millis()),
                 t: unix_now(),
             },
@@ -366,11 +468,11 @@ mod tests {
         encode(
             key,
             &Cursor {
-                v: 1,
+                v: VERSION,
                 o: "abc".into(),
-                f: 2,
-                n: 5,
-                i: Some("0123456789abcdef".into()),
+                c: vec![3; 50],
+                x: vec![7],
+                h: "0a1b2c3d".into(),
                 s: Some(1_780_000_000_000),
                 t,
             },
@@ -381,9 +483,9 @@ mod tests {
     fn a_cursor_reads_back_and_a_changed_one_is_refused() {
         let key = CursorKey::default();
         let c = cursor(&key, unix_now());
-        assert!(c.len() < 300, "{} chars", c.len());
+        assert!(c.len() < 500, "{} chars", c.len());
         let (start, since) = decode(&key, &c, "abc").unwrap();
-        assert_eq!((start.feed, start.item), (2, 5));
+        assert_eq!((start.counts[49], &start.failed[..]), (3, &[7][..]));
         assert_eq!(since.unwrap().timestamp_millis(), 1_780_000_000_000);
         // Every one-character change is refused.
         for at in 0..c.len() {

@@ -63,6 +63,8 @@ pub struct FetchRequest {
     pub revalidate: bool,
     /// Read each returned item's page as an article too.
     pub articles: bool,
+    /// How those articles are rendered (`None`: as `content`).
+    pub article_content: Option<ContentFormat>,
     /// Honour robots.txt for those page reads.
     pub respect_robots: bool,
     /// The call's deadline (the MCP server's `--call-timeout`).
@@ -86,7 +88,10 @@ impl FetchRequest {
     pub fn article_options(&self) -> Result<ArticleOptions> {
         let o = self.options()?;
         Ok(ArticleOptions {
-            render: o.render,
+            render: RenderOptions {
+                format: self.article_content.unwrap_or(self.content),
+                ..o.render
+            },
             cache: o.cache,
             stale_if_error: o.stale_if_error,
             respect_robots: self.respect_robots,
@@ -129,7 +134,10 @@ impl FetchRequest {
             cache,
             stale_if_error: self.stale_if_error,
             articles: self.articles.then_some(super::ArticleOptions {
-                render,
+                render: RenderOptions {
+                    format: self.article_content.unwrap_or(self.content),
+                    ..render
+                },
                 cache,
                 stale_if_error: self.stale_if_error,
                 respect_robots: self.respect_robots,

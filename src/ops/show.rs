@@ -142,9 +142,8 @@ async fn finish(
     match search(feed_url, src, key, opts.render).await? {
         Some(found) => Ok(output(feed_url, found, from_cache, fetched_at, warnings)),
         None => Err(Error::NotFound {
-            message: format!(
-                "no item of {feed_url} has the id, guid or URL {key:?}; `rss fetch {feed_url}` lists the current ids"
-            ),
+            feed_url: crate::error::echo(feed_url),
+            key: crate::error::echo(key),
         }),
     }
 }

@@ -116,6 +116,7 @@ mod tests {
             content_hash: Some("abc".into()),
             content: Some(format!("body {i}\n\n**x**")),
             content_truncated: false,
+            next_offset: None,
             categories: vec!["\"items\":[]".into()],
             enclosures: Vec::new(),
             comments: None,

@@ -6,6 +6,8 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
+pub mod compact;
+pub mod hint;
 mod json;
 mod text;
 
@@ -213,7 +215,7 @@ pub(crate) fn standard_vocabulary(v: &mut Value) {
             if let Some(Value::String(f)) = map.get("format") {
                 let unsigned = f.starts_with("uint");
                 if unsigned || f.starts_with("int") || f == "double" || f == "float" {
-                    map.remove("format");
+                    map.shift_remove("format");
                     if unsigned && !map.contains_key("minimum") {
                         map.insert("minimum".to_owned(), Value::from(0));
                     }

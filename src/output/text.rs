@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 
 use crate::model::{ArticleOutput, ErrorObject, FeedStatus, FetchOutput};
+use crate::text::counted;
 
 struct Paint(bool);
 
@@ -45,7 +46,10 @@ pub fn write_text(out: &mut dyn Write, result: &FetchOutput, color: bool) -> io:
             out,
             "{}  {}",
             p.bold(title),
-            p.dim(&format!("({status}, {} items{cache})", feed.item_count))
+            p.dim(&format!(
+                "({status}, {}{cache})",
+                counted(feed.item_count, "item")
+            ))
         )?;
         if feed.meta.title.is_some() {
             writeln!(out, "{}", p.dim(&feed.feed_url))?;
@@ -81,9 +85,9 @@ pub fn write_text(out: &mut dyn Write, result: &FetchOutput, color: bool) -> io:
     let failed = result.errors.len();
     writeln!(
         out,
-        "{} feeds, {} items, {} failed, fetched {}",
-        result.feeds.len(),
-        result.total_items,
+        "{}, {}, {} failed, fetched {}",
+        counted(result.feeds.len(), "feed"),
+        counted(result.total_items, "item"),
         failed,
         result.fetched_at
     )?;
@@ -109,7 +113,7 @@ pub fn write_article_text(
         if let Some(s) = &a.site_name {
             by.push(s.clone());
         }
-        by.push(format!("{} words", a.word_count));
+        by.push(counted(a.word_count, "word"));
         writeln!(out, "{}", p.dim(&format!("{} — {}", a.url, by.join(" · "))))?;
         if let Some(e) = &a.error {
             let e = ErrorObject {
@@ -133,8 +137,8 @@ pub fn write_article_text(
     )?;
     writeln!(
         out,
-        "{} pages, {} failed, fetched {}",
-        result.articles.len(),
+        "{}, {} failed, fetched {}",
+        counted(result.articles.len(), "page"),
         result.errors.len(),
         result.fetched_at
     )
@@ -157,93 +161,7 @@ fn write_warnings<'a>(
     Ok(())
 }
 
-/// One failure in plain words, with what to do about it.
+/// One failure in plain words, with what to do about it (in the CLI's words).
 pub fn advice(e: &ErrorObject) -> String {
-    let d = &e.details;
-    let num = |k: &str| d.get(k).and_then(serde_json::Value::as_u64);
-    let text = |k: &str| d.get(k).and_then(serde_json::Value::as_str);
-    match e.code.as_str() {
-        "RATE_LIMITED" => {
-            let host = text("host").unwrap_or("the host");
-            let host = host
-                .strip_suffix(":443")
-                .or_else(|| host.strip_suffix(":80"))
-                .unwrap_or(host);
-            let wait = num("retry_after_seconds").unwrap_or(0);
-            let at = chrono::Local::now() + chrono::Duration::seconds(wait as i64);
-            format!(
-                "{host} asked us to wait {wait} s: try again after {}, or pass --max-gate-wait {}",
-                at.format("%H:%M:%S"),
-                wait.saturating_add(5).max(60)
-            )
-        }
-        "NETWORK_ERROR" => format!(
-            "{} — check the address and the connection, then try again",
-            e.message
-        ),
-        "FEED_FETCH_FAILED" => match num("http_status") {
-            Some(404 | 410) => format!(
-                "{} — the feed is gone from that address; `rss discover SITE` finds where it went",
-                e.message
-            ),
-            Some(401 | 403) => {
-                format!("{} — the server refuses us; it may need a login", e.message)
-            }
-            Some(s) if s >= 500 => format!("{} — the server failed; try again later", e.message),
-            _ => e.message.clone(),
-        },
-        "FEED_PARSE_FAILED" => format!(
-            "{} — if this is a web page, `rss discover URL` lists the feeds it advertises",
-            e.message
-        ),
-        "RESPONSE_TOO_LARGE" => match num("limit_bytes") {
-            Some(_) => format!(
-                "{} — pass a larger --max-body-bytes to accept it",
-                e.message
-            ),
-            None => format!(
-                "{} — ask for fewer items (--limit) or less content (--max-content-chars)",
-                e.message
-            ),
-        },
-        "INVALID_URL" => format!("{} — give an http(s) URL or a path to a file", e.message),
-        "NOT_AN_ARTICLE" => format!("{} — `rss fetch URL` reads it as a feed", e.message),
-        "UNSUPPORTED_CONTENT" => format!("{} — open it with a tool for that type", e.message),
-        "NO_READABLE_CONTENT" => format!(
-            "{} — an index page or a login wall; `rss discover URL` finds its feeds",
-            e.message
-        ),
-        "ROBOTS_DISALLOWED" => format!("{} — the site asks robots not to read it", e.message),
-        "PAGE_FETCH_FAILED" => match num("http_status") {
-            Some(404 | 410) => format!("{} — the page is gone", e.message),
-            Some(s) if s >= 500 => format!("{} — the server failed; try again later", e.message),
-            _ => e.message.clone(),
-        },
-        "IO_ERROR" => format!("{} — check the path and its permissions", e.message),
-        _ => e.message.clone(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_rate_limit_says_when_to_come_back_and_which_flag_helps() {
-        let e = ErrorObject {
-            feed_url: Some("https://example.com/feed".into()),
-            code: "RATE_LIMITED".into(),
-            message: "rate limited".into(),
-            details: serde_json::json!({"host": "example.com:443", "retry_after_seconds": 42})
-                .as_object()
-                .cloned()
-                .unwrap(),
-        };
-        let a = advice(&e);
-        assert!(
-            a.starts_with("example.com asked us to wait 42 s: try again after "),
-            "{a}"
-        );
-        assert!(a.ends_with("or pass --max-gate-wait 60"), "{a}");
-    }
+    super::hint::advise(e, super::hint::Caller::Cli)
 }

@@ -311,7 +311,7 @@ async fn an_mcp_article_comes_in_parts_the_rest_from_the_cache() {
         "the next parts sent no request"
     );
     // The parts put together are the article.
-    let whole = structured(&call(&server, "fetch_article", json!({"url": srv.url("/story"), "content_format": "text", "max_response_tokens": 100000})).await);
+    let whole = structured(&call(&server, "fetch_article", json!({"url": srv.url("/story"), "content_format": "text", "max_response_tokens": 25000})).await);
     assert_eq!(
         parts.concat(),
         whole["articles"][0]["content"].as_str().unwrap()

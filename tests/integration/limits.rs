@@ -423,9 +423,10 @@ async fn the_private_network_guard_refuses_loopback_by_address_and_by_name() {
         assert_eq!(err["code"], "INVALID_URL", "{what}: {err}");
         let msg = err["message"].as_str().unwrap();
         assert!(
-            msg.contains("loopback") && msg.contains("--deny-private-networks"),
+            msg.contains("loopback") && msg.contains("private networks are refused"),
             "{msg}"
         );
+        assert_eq!(err["details"]["private_network"], true, "{err}");
     }
     let out = rss_cmd()
         .env("RSS_DENY_PRIVATE_NETWORKS", "1")

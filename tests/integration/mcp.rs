@@ -98,6 +98,25 @@ pub fn text(r: &CallToolResult) -> String {
         .join("")
 }
 
+/// The last text block as JSON: the result a model reads (the first block is a summary
+/// line).
+pub fn payload(r: &CallToolResult) -> Value {
+    let last = r
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .next_back()
+        .expect("a text block");
+    serde_json::from_str(&last).expect("the last text block is JSON")
+}
+
+/// The summary line of a result.
+pub fn summary(r: &CallToolResult) -> String {
+    r.content[0].as_text().expect("a text block").text.clone()
+}
+
+/// The error of an error result: its error object, or, for a result whose every feed or
+/// page failed, the first of its `errors`.
 pub fn error_object(r: &CallToolResult) -> Value {
     assert_eq!(
         r.is_error,
@@ -105,12 +124,23 @@ pub fn error_object(r: &CallToolResult) -> Value {
         "expected an error result: {}",
         text(r)
     );
-    serde_json::from_str(&text(r)).expect("the error text is a JSON error object")
+    let v = payload(r);
+    match v.get("errors").and_then(Value::as_array) {
+        Some(errors) => errors.first().cloned().expect("an error"),
+        None => v,
+    }
 }
 
+/// A successful result's structured content, checked to be what its text carries.
 pub fn structured(r: &CallToolResult) -> Value {
     assert_ne!(r.is_error, Some(true), "unexpected error: {}", text(r));
-    r.structured_content.clone().expect("structured content")
+    let v = r.structured_content.clone().expect("structured content");
+    assert_eq!(
+        payload(r),
+        v,
+        "the text block carries the structured result"
+    );
+    v
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,9 +223,9 @@ async fn every_tool_answers_and_validates_against_its_output_schema() {
     check("fetch_feed", &out);
     assert_eq!(out["feeds"][0]["title"], "Example Engineering Blog");
     assert!(
-        text(&r).len() < 200,
-        "the text is a one-line summary, not the payload: {}",
-        text(&r)
+        summary(&r).len() < 200 && !summary(&r).contains('\n'),
+        "the first text block is a one-line summary: {}",
+        summary(&r)
     );
     let id = out["feeds"][0]["items"][0]["id"]
         .as_str()
@@ -242,14 +272,18 @@ async fn every_tool_answers_and_validates_against_its_output_schema() {
     .await;
     let out = structured(&r);
     assert_eq!(out["feeds"][0]["from_cache"], true);
-    assert_eq!(out["feeds"][0]["attempts"], 0);
+    assert_eq!(
+        out["feeds"][0]["attempts"],
+        Value::Null,
+        "0 attempts: left out"
+    );
     assert_eq!(
         srv.count(),
         hits_before,
         "a fresh cached copy is served with no request"
     );
 
-    let r = call(&s, "get_schema", json!({"command": "fetch"})).await;
+    let r = call(&s, "get_schema", json!({"tool": "fetch_feed"})).await;
     assert_eq!(structured(&r)["type"], "object");
 
     let err = error_object(
@@ -428,7 +462,7 @@ async fn stringified_integers_work_and_an_over_budget_result_suggests_what_fits(
     assert!(serde_json::to_string(&page).unwrap().len() / 4 <= budget);
     assert!(page["next_cursor"].is_string());
     assert_eq!(page["truncation"]["items_on_later_pages"], 25 - n);
-    assert!(text(&r).contains("cursor"), "{}", text(&r));
+    assert!(summary(&r).contains("cursor"), "{}", summary(&r));
 
     // One item alone over the budget: RESPONSE_TOO_LARGE, and its suggestion works.
     let budget = 700;

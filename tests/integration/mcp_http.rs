@@ -19,7 +19,8 @@ use crate::mcp::{args, python_with_mcp, run_python_client, structured};
 const TOKEN: &str = "test-token-3f9a";
 const FEED: &str = "<rss><channel><title>T</title><item><title>i</title><link>https://x.example/i</link></item></channel></rss>";
 
-/// A running `rss mcp --http 127.0.0.1:0` with its own cache; killed when dropped.
+/// A running `rss mcp --http 127.0.0.1:0 --allow-private-networks` (its feeds are on
+/// loopback) with its own cache; killed when dropped.
 struct HttpServer {
     child: tokio::process::Child,
     url: String,
@@ -30,7 +31,7 @@ impl HttpServer {
     async fn start(extra: &[&str]) -> HttpServer {
         let cache = tempfile::tempdir().unwrap();
         let mut cmd = rss_tokio();
-        cmd.args(["mcp", "--http", "127.0.0.1:0"])
+        cmd.args(["mcp", "--http", "127.0.0.1:0", "--allow-private-networks"])
             .args(extra)
             .env("RSS_CACHE_DIR", cache.path())
             .env("RSS_MCP_TOKEN", TOKEN)

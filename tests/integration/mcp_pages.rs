@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use crate::helpers::*;
-use crate::mcp::{call, error_object, spawn_with, structured};
+use crate::mcp::{call, error_object, spawn_with, structured, summary};
 
 fn feed(name: &str, items: usize, words: usize) -> String {
     let mut body = format!("<rss><channel><title>{name}</title>");
@@ -34,8 +34,9 @@ fn items_of(out: &Value) -> Vec<(String, String)> {
             let url = f["feed_url"].as_str().unwrap().to_owned();
             f["items"]
                 .as_array()
-                .unwrap()
-                .iter()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
                 .map(move |i| (url.clone(), i["id"].as_str().unwrap().to_owned()))
         })
         .collect()
@@ -63,7 +64,7 @@ async fn pages_follow_each_other_exactly_with_no_new_request() {
         a
     };
     let mut seen = Vec::new();
-    let mut feeds_seen = Vec::new();
+    let mut first_page_feeds = Vec::new();
     let mut cursor = None;
     let mut pages = 0;
     loop {
@@ -76,11 +77,15 @@ async fn pages_follow_each_other_exactly_with_no_new_request() {
             !here.is_empty() || page["next_cursor"].is_null(),
             "an empty page"
         );
-        let left = page["truncation"]["items_on_later_pages"].as_u64().unwrap();
+        let left = page["truncation"]["items_on_later_pages"]
+            .as_u64()
+            .unwrap_or(0);
         seen.extend(here);
         assert_eq!(left as usize, 45 - seen.len(), "page {pages}");
-        for f in page["feeds"].as_array().unwrap() {
-            feeds_seen.push(f["feed_url"].as_str().unwrap().to_owned());
+        if pages == 0 {
+            for f in page["feeds"].as_array().unwrap() {
+                first_page_feeds.push(f["feed_url"].as_str().unwrap().to_owned());
+            }
         }
         pages += 1;
         assert!(pages < 40, "the pages never end");
@@ -94,21 +99,28 @@ async fn pages_follow_each_other_exactly_with_no_new_request() {
     for p in ["/a", "/b", "/c", "/d"] {
         assert_eq!(srv.hits_for(p).len(), 1, "{p}");
     }
-    // Every item once, in the order of one whole run.
+    // Every item once, each feed's in the order of one whole run.
     let all = structured(
         &call(
             &s,
             "fetch_feed",
-            json!({"urls": urls, "limit": 40, "max_response_tokens": 1_000_000}),
+            json!({"urls": urls, "limit": 40, "max_response_tokens": 25_000}),
         )
         .await,
     );
-    assert_eq!(seen, items_of(&all));
+    let whole = items_of(&all);
     assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 45);
-    // Every feed shows up, the empty one too, in request order.
-    let mut order = feeds_seen.clone();
-    order.dedup();
-    assert_eq!(order, urls);
+    for url in &urls {
+        let of = |v: &[(String, String)]| {
+            v.iter()
+                .filter(|(f, _)| f == url)
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(of(&seen), of(&whole), "{url}");
+    }
+    // The first page shows every feed, the empty one too, in request order.
+    assert_eq!(first_page_feeds, urls);
     s.client.cancel().await.unwrap();
 }
 
@@ -172,5 +184,99 @@ async fn a_changed_cursor_or_one_with_other_options_is_refused() {
     assert!(next_ids.iter().all(|i| !first_ids.contains(i)));
     assert_eq!(srv.hits_for("/a").len(), 1);
     other.client.cancel().await.unwrap();
+    s.client.cancel().await.unwrap();
+}
+
+/// Issue 31: a five-feed call (one feed a web page, one throttling) shows every feed, its
+/// status and error on the first page; the budget is shared, so every feed that has items
+/// has some there; later pages ask nothing again, the failed feeds included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_page_shows_every_feed_and_shares_the_items() {
+    let srv = TestServer::with_routes(vec![
+        ("/big", Reply::xml(feed("big", 25, 300))),
+        ("/b", Reply::xml(feed("b", 5, 20))),
+        (
+            "/page",
+            Reply::ok(
+                "<!DOCTYPE html><html><head><title>Home</title></head><body>hi</body></html>",
+                "text/html; charset=utf-8",
+            ),
+        ),
+        ("/c", Reply::xml(feed("c", 5, 20))),
+        ("/slow", Reply::status(429)),
+    ])
+    .await;
+    let urls: Vec<String> = ["/big", "/b", "/page", "/c", "/slow"]
+        .iter()
+        .map(|p| srv.url(p))
+        .collect();
+    let s = spawn_with(&[], &[("RSS_MAX_GATE_WAIT_SECS", "1")]).await;
+    let ask = |cursor: Option<&str>| {
+        let mut a = json!({"urls": urls, "max_response_tokens": 4000});
+        if let Some(c) = cursor {
+            a["cursor"] = json!(c);
+        }
+        a
+    };
+    let r = call(&s, "fetch_feed", ask(None)).await;
+    let page = structured(&r);
+    let feeds = page["feeds"].as_array().unwrap();
+    let shown: Vec<&str> = feeds
+        .iter()
+        .map(|f| f["feed_url"].as_str().unwrap())
+        .collect();
+    assert_eq!(shown, urls.iter().map(String::as_str).collect::<Vec<_>>());
+    let status: Vec<&str> = feeds
+        .iter()
+        .map(|f| f["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(status, ["ok", "ok", "error", "ok", "error"]);
+    assert_eq!(feeds[2]["error"]["code"], "FEED_PARSE_FAILED");
+    assert!(
+        feeds[2]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("discover_feeds"),
+        "{}",
+        feeds[2]["error"]
+    );
+    assert_eq!(
+        feeds[2]["error"]["details"]["content_type"],
+        "text/html; charset=utf-8"
+    );
+    assert_eq!(feeds[2]["error"]["details"]["http_status"], 200);
+    assert_eq!(feeds[4]["error"]["code"], "RATE_LIMITED");
+    assert_eq!(page["errors"].as_array().unwrap().len(), 2);
+    assert_eq!(feeds[0]["title"], "big");
+    for i in [0, 1, 3] {
+        assert!(
+            feeds[i]["items"].as_array().is_some_and(|a| !a.is_empty()),
+            "feed {i} has no item on the first page"
+        );
+    }
+    assert!(
+        summary(&r).contains("5 feeds: 3 ok, 2 failed"),
+        "{}",
+        summary(&r)
+    );
+    let mut seen: HashSet<(String, String)> = items_of(&page).into_iter().collect();
+    let hits = srv.count();
+    let mut cursor = page["next_cursor"].as_str().map(str::to_owned);
+    let mut pages = 1;
+    while let Some(c) = cursor {
+        let next = structured(&call(&s, "fetch_feed", ask(Some(&c))).await);
+        for f in next["feeds"].as_array().unwrap() {
+            assert_ne!(f["status"], "error", "a failed feed again on a later page");
+        }
+        for item in items_of(&next) {
+            assert!(seen.insert(item.clone()), "{item:?} repeats");
+        }
+        cursor = next["next_cursor"].as_str().map(str::to_owned);
+        pages += 1;
+        assert!(pages < 30, "the pages never end");
+    }
+    assert!(pages >= 2, "{pages} pages");
+    assert_eq!(seen.len(), 35, "every item once");
+    assert_eq!(srv.count(), hits, "later pages send no request");
     s.client.cancel().await.unwrap();
 }
