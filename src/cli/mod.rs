@@ -165,11 +165,12 @@ static ERRORS_AS_WORDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 /// Prints an error on stderr (the JSON object, or words for a person) and returns its
 /// exit code.
 fn report(e: &Error) -> u8 {
-    let obj = e.to_object(None);
+    let mut obj = e.to_object(None);
     let mut err = std::io::stderr().lock();
     if *ERRORS_AS_WORDS.get().unwrap_or(&false) {
         let _ = writeln!(err, "error: {}", output::advice(&obj));
     } else {
+        obj.message = output::hint::cli_words(&obj.message);
         let _ = output::write_json(&mut err, &obj, false);
     }
     match e {

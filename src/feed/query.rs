@@ -1,7 +1,9 @@
 //! `--query 'words "a phrase" -excluded'`: which items an agent asked for.
 //!
 //! An item matches when its title, summary or content holds every word and phrase and none
-//! of the excluded ones. Matching is by whole words, case- and accent-insensitive: text is
+//! of the excluded ones. Terms combine with `OR`, `AND` (the default between terms) and
+//! `NOT` (the same as `-`), written in capitals, and parentheses group them:
+//! `(Stadia OR xCloud) -rumour`. `AND` binds tighter than `OR`. Matching is by whole words, case- and accent-insensitive: text is
 //! case-folded ([caseless](https://crates.io/crates/caseless)), decomposed (NFKD) with its
 //! combining marks dropped ([unicode-normalization](https://crates.io/crates/unicode-normalization)),
 //! and split into words at anything that is not a letter or digit; each CJK character is a
@@ -13,20 +15,45 @@ use unicode_normalization::char::is_combining_mark;
 
 use crate::error::{Error, Result};
 
-/// The longest query read, in characters, and the most terms it may hold: every item's
-/// title, summary and content are matched against each term.
+/// The longest query read, in characters, the most terms it may hold (every item's title,
+/// summary and content are matched against each term) and the deepest its parentheses
+/// and negations may nest.
 const MAX_QUERY_CHARS: usize = 1024;
 const MAX_TERMS: usize = 32;
+const MAX_DEPTH: usize = 16;
 
 /// A parsed query.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Query {
     /// The query as given.
     pub text: String,
-    /// Word sequences every match must hold (a word is a sequence of one).
-    required: Vec<Vec<String>>,
-    /// Word sequences no match may hold.
-    excluded: Vec<Vec<String>>,
+    /// What it asks for.
+    root: Node,
+}
+
+/// A query's structure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    /// A word sequence the text must hold (a word is a sequence of one).
+    Term(Vec<String>),
+    /// Every part holds.
+    All(Vec<Node>),
+    /// Some part holds.
+    Any(Vec<Node>),
+    /// The part does not hold.
+    Not(Box<Node>),
+}
+
+/// A piece of a query as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token {
+    Open,
+    Close,
+    Or,
+    And,
+    Not,
+    /// A word or a "phrase", as words.
+    Term(Vec<String>),
 }
 
 /// Whether `c` is written without spaces between words (each one is a word here).
@@ -70,89 +97,226 @@ fn contains(haystack: &[String], needle: &[String]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
+/// Splits a query into its tokens, each with the character it starts at.
+fn tokenize(chars: &[char], bad: &dyn Fn(usize, &str) -> Error) -> Result<Vec<(Token, usize)>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        match c {
+            '(' => {
+                out.push((Token::Open, start));
+                i += 1;
+            }
+            ')' => {
+                out.push((Token::Close, start));
+                i += 1;
+            }
+            '-' => {
+                out.push((Token::Not, start));
+                i += 1;
+                if chars.get(i).is_none_or(|c| c.is_whitespace()) {
+                    return Err(bad(start, "a - with nothing after it"));
+                }
+            }
+            '"' => {
+                let close = chars[start + 1..]
+                    .iter()
+                    .position(|&c| c == '"')
+                    .ok_or_else(|| bad(start, "a phrase has no closing quote"))?;
+                let phrase: String = chars[start + 1..start + 1 + close].iter().collect();
+                let w = words(&phrase);
+                if w.is_empty() {
+                    return Err(bad(start, "a term with no letters or digits"));
+                }
+                out.push((Token::Term(w), start));
+                i = start + close + 2;
+            }
+            _ => {
+                let end = chars[i..]
+                    .iter()
+                    .position(|c| c.is_whitespace() || *c == '(' || *c == ')')
+                    .map_or(chars.len(), |p| i + p);
+                let word: String = chars[i..end].iter().collect();
+                if word.contains('"') {
+                    return Err(bad(start, "a quote inside a word"));
+                }
+                let token = match word.as_str() {
+                    "OR" => Token::Or,
+                    "AND" => Token::And,
+                    "NOT" => Token::Not,
+                    _ => {
+                        let w = words(&word);
+                        if w.is_empty() {
+                            return Err(bad(start, "a term with no letters or digits"));
+                        }
+                        Token::Term(w)
+                    }
+                };
+                out.push((token, start));
+                i = end;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A recursive-descent reader of tokens: `or := and (OR and)*`, `and := unary ([AND]
+/// unary)*`, `unary := (NOT | -) unary | ( or ) | term`.
+struct Reader<'a> {
+    tokens: &'a [(Token, usize)],
+    at: usize,
+    end: usize,
+    bad: &'a dyn Fn(usize, &str) -> Error,
+}
+
+impl Reader<'_> {
+    fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.at).map(|(t, _)| t)
+    }
+
+    fn here(&self) -> usize {
+        self.tokens.get(self.at).map_or(self.end, |(_, p)| *p)
+    }
+
+    fn or(&mut self, depth: usize) -> Result<Node> {
+        let mut parts = vec![self.and(depth)?];
+        while self.peek() == Some(&Token::Or) {
+            self.at += 1;
+            parts.push(self.and(depth)?);
+        }
+        Ok(if parts.len() == 1 {
+            parts.remove(0)
+        } else {
+            Node::Any(parts)
+        })
+    }
+
+    fn and(&mut self, depth: usize) -> Result<Node> {
+        let mut parts = vec![self.unary(depth)?];
+        loop {
+            match self.peek() {
+                Some(Token::And) => {
+                    self.at += 1;
+                    parts.push(self.unary(depth)?);
+                }
+                Some(Token::Open | Token::Not | Token::Term(_)) => parts.push(self.unary(depth)?),
+                _ => break,
+            }
+        }
+        Ok(if parts.len() == 1 {
+            parts.remove(0)
+        } else {
+            Node::All(parts)
+        })
+    }
+
+    fn unary(&mut self, depth: usize) -> Result<Node> {
+        if depth > MAX_DEPTH {
+            return Err((self.bad)(
+                self.here(),
+                &format!("parentheses and NOT nest deeper than {MAX_DEPTH}"),
+            ));
+        }
+        let at = self.here();
+        match self.tokens.get(self.at).map(|(t, _)| t.clone()) {
+            Some(Token::Not) => {
+                self.at += 1;
+                Ok(Node::Not(Box::new(self.unary(depth + 1)?)))
+            }
+            Some(Token::Open) => {
+                self.at += 1;
+                if self.peek() == Some(&Token::Close) {
+                    return Err((self.bad)(at, "empty parentheses"));
+                }
+                let inner = self.or(depth + 1)?;
+                if self.peek() != Some(&Token::Close) {
+                    return Err((self.bad)(at, "a parenthesis is not closed"));
+                }
+                self.at += 1;
+                Ok(inner)
+            }
+            Some(Token::Term(w)) => {
+                self.at += 1;
+                Ok(Node::Term(w))
+            }
+            Some(Token::Close) => Err((self.bad)(at, "a ) with no ( before it")),
+            Some(Token::Or | Token::And) => Err((self.bad)(
+                at,
+                "OR and AND join two terms (write them in lowercase to match the words)",
+            )),
+            None => Err((self.bad)(at, "the query ends where a term was expected")),
+        }
+    }
+}
+
+fn holds(node: &Node, texts: &[Vec<String>]) -> bool {
+    match node {
+        Node::Term(seq) => texts.iter().any(|w| contains(w, seq)),
+        Node::All(parts) => parts.iter().all(|p| holds(p, texts)),
+        Node::Any(parts) => parts.iter().any(|p| holds(p, texts)),
+        Node::Not(part) => !holds(part, texts),
+    }
+}
+
 impl Query {
     /// Parses `text`; a usage error says where it went wrong.
     pub fn parse(text: &str) -> Result<Query> {
         let bad = |at: usize, what: &str| {
             Error::usage(format!(
-                "query {:?}: {what} at character {}",
+                "`query` {:?}: {what} at character {}",
                 crate::error::echo(text),
                 at + 1
             ))
         };
         if text.chars().count() > MAX_QUERY_CHARS {
             return Err(Error::usage(format!(
-                "query {:?} is longer than {MAX_QUERY_CHARS} characters",
+                "`query` {:?} is longer than {MAX_QUERY_CHARS} characters",
                 crate::error::echo(text)
             )));
         }
         let chars: Vec<char> = text.chars().collect();
-        let (mut required, mut excluded) = (Vec::new(), Vec::new());
-        let mut i = 0;
-        while i < chars.len() {
-            if chars[i].is_whitespace() {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            let negated = chars[i] == '-';
-            if negated {
-                i += 1;
-            }
-            let term: String;
-            if chars.get(i) == Some(&'"') {
-                let open = i;
-                let close = chars[open + 1..]
-                    .iter()
-                    .position(|&c| c == '"')
-                    .ok_or_else(|| bad(open, "a phrase has no closing quote"))?;
-                term = chars[open + 1..open + 1 + close].iter().collect();
-                i = open + close + 2;
-            } else {
-                let end = chars[i..]
-                    .iter()
-                    .position(|c| c.is_whitespace())
-                    .map_or(chars.len(), |p| i + p);
-                term = chars[i..end].iter().collect();
-                if term.contains('"') {
-                    return Err(bad(start, "a quote inside a word"));
-                }
-                i = end;
-            }
-            let w = words(&term);
-            if w.is_empty() {
-                return Err(bad(start, "a term with no letters or digits"));
-            }
-            if negated {
-                excluded.push(w);
-            } else {
-                required.push(w);
-            }
+        let tokens = tokenize(&chars, &bad)?;
+        if tokens.is_empty() {
+            return Err(Error::usage(
+                "the `query` is empty: give words, \"phrases\" or -exclusions",
+            ));
         }
-        if required.len() + excluded.len() > MAX_TERMS {
+        let terms = tokens
+            .iter()
+            .filter(|(t, _)| matches!(t, Token::Term(_)))
+            .count();
+        if terms > MAX_TERMS {
             return Err(Error::usage(format!(
-                "query {:?} has {} terms; at most {MAX_TERMS} are matched",
+                "`query` {:?} has {terms} terms; at most {MAX_TERMS} are matched",
                 crate::error::echo(text),
-                required.len() + excluded.len()
             )));
         }
-        if required.is_empty() && excluded.is_empty() {
-            return Err(Error::usage(
-                "the query is empty: give words, \"phrases\" or -exclusions",
-            ));
+        let mut reader = Reader {
+            tokens: &tokens,
+            at: 0,
+            end: chars.len(),
+            bad: &bad,
+        };
+        let root = reader.or(0)?;
+        if reader.at < tokens.len() {
+            return Err(bad(reader.here(), "a ) with no ( before it"));
         }
         Ok(Query {
             text: text.to_owned(),
-            required,
-            excluded,
+            root,
         })
     }
 
     /// Whether the item made of `texts` (title, summary, content as plain text) matches.
     pub fn matches(&self, texts: &[&str]) -> bool {
         let all: Vec<Vec<String>> = texts.iter().map(|t| words(t)).collect();
-        let holds = |seq: &Vec<String>| all.iter().any(|w| contains(w, seq));
-        self.required.iter().all(holds) && !self.excluded.iter().any(holds)
+        holds(&self.root, &all)
     }
 }
 
@@ -170,6 +334,41 @@ mod tests {
         );
         assert!(!q.matches(&["Rust: the async runtime", "built on Tokio"]));
         assert!(!q.matches(&["trust the async runtime"]), "whole words only");
+    }
+
+    #[test]
+    fn or_and_not_and_parentheses_combine_terms() {
+        let q = Query::parse("Stadia OR xCloud").unwrap();
+        assert!(q.matches(&["Google Stadia shuts down"]));
+        assert!(q.matches(&["xCloud comes to TVs"]));
+        assert!(!q.matches(&["Nothing about either"]));
+        let q = Query::parse("(Stadia OR xCloud) NOT rumour").unwrap();
+        assert!(q.matches(&["Stadia news"]));
+        assert!(!q.matches(&["Stadia rumour"]));
+        let q = Query::parse(r#"rust AND ("async runtime" OR -tokio)"#).unwrap();
+        assert!(q.matches(&["rust and an async runtime, tokio"]));
+        assert!(q.matches(&["rust alone"]));
+        assert!(!q.matches(&["rust with tokio"]));
+        // AND binds tighter than OR; lowercase or is a word.
+        let q = Query::parse("a b OR c").unwrap();
+        assert!(q.matches(&["c"]) && q.matches(&["a b"]) && !q.matches(&["a"]));
+        assert!(
+            !Query::parse("WeWork or Europa")
+                .unwrap()
+                .matches(&["WeWork"])
+        );
+        for bad in ["(a OR b", "a OR", "OR a", "()", "a )", "NOT", "a AND AND b"] {
+            let e = Query::parse(bad).unwrap_err();
+            assert_eq!(e.code().as_str(), "USAGE_ERROR", "{bad}");
+            assert!(e.to_string().contains("at character"), "{bad}: {e}");
+        }
+        let deep = format!("{}a{}", "(".repeat(40), ")".repeat(40));
+        assert!(
+            Query::parse(&deep)
+                .unwrap_err()
+                .to_string()
+                .contains("nest")
+        );
     }
 
     #[test]

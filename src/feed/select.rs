@@ -79,7 +79,8 @@ pub fn parse_since(s: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
     let t = s.trim();
     let bad = || {
         Error::usage(format!(
-            "--since {s:?} is not a duration (30m, 2h, 7d, 1w), a date (2026-06-01) or an RFC 3339 time"
+            "`since` {:?} is not a duration (30m, 2h, 7d, 1w), a date (2026-06-01) or an RFC 3339 time",
+            crate::error::echo(s)
         ))
     };
     if t.ends_with(|c: char| c.is_ascii_alphabetic()) && t.starts_with(|c: char| c.is_ascii_digit())
