@@ -113,6 +113,7 @@ pub mod internals {
             .map(|a| a.content.unwrap_or_default())
             .map_err(|e| e.code().as_str().to_owned())
     }
+    pub use crate::feed::estimate_tokens;
     pub use crate::inputs::{list_lines, merge, opml_urls};
 
     /// Every MCP tool's name, in the order the server lists them.

@@ -56,9 +56,60 @@ pub struct RenderOptions {
     pub max_content_chars: Option<usize>,
 }
 
-/// Estimated tokens of `s`: ceil(chars / 4).
+/// Estimated tokens of `s`, by weights fitted to the BPE tokenizer of today's models
+/// (o200k) on the corpora's pages, in many languages and scripts, and on JSON results. In
+/// hundredths of a token: an ASCII word (a run of letters) 110, and 22 more per letter past
+/// its sixth; a number 100 per three digits (150 for the first three after a space); an
+/// ASCII punctuation mark 75, and 20 for each that follows it directly (`":"` is one
+/// token); a line break 60 (a run of them once); a letter of another Latin script 30;
+/// Greek, Cyrillic, Armenian, Hebrew or Arabic 25; kana 60; CJK or Hangul 85; any other
+/// character 80; white space nothing. Rounded up. Within 30 % of the tokenizer on every
+/// page tested (`tests/integration/tokens.rs`), where characters / 4 was off by up to four
+/// times for Chinese.
 pub fn estimate_tokens(s: &str) -> usize {
-    s.chars().count().div_ceil(4)
+    // Hundredths of a token.
+    let mut cents: usize = 0;
+    // The length of the run of ASCII letters, of digits, of punctuation and of line breaks
+    // the current character continues.
+    let (mut letters, mut digits, mut marks, mut breaks) = (0usize, 0usize, 0usize, 0usize);
+    let mut spaced = false;
+    for c in s.chars() {
+        let after_space = std::mem::replace(&mut spaced, c == ' ');
+        let (l, d, m, b) = (letters, digits, marks, breaks);
+        (letters, digits, marks, breaks) = (0, 0, 0, 0);
+        cents += if c.is_ascii_alphabetic() {
+            letters = l + 1;
+            match letters {
+                1 => 110,
+                2..=6 => 0,
+                _ => 22,
+            }
+        } else if c.is_ascii_digit() {
+            digits = d + 1;
+            // Numbers are read three digits at a time, apart from the space before them.
+            match (digits % 3 == 1, digits == 1 && after_space) {
+                (true, true) => 150,
+                (true, false) => 100,
+                _ => 0,
+            }
+        } else if c.is_ascii_punctuation() {
+            marks = m + 1;
+            if marks == 1 { 75 } else { 20 }
+        } else if c == '\n' {
+            breaks = b + 1;
+            if breaks == 1 { 60 } else { 0 }
+        } else {
+            match c as u32 {
+                _ if c.is_whitespace() => 0,
+                0x80..0x250 => 30,
+                0x370..0x700 => 25,
+                0x3040..0x3100 => 60,
+                0x2E80..0xA000 | 0xAC00..0xD7B0 | 0xF900..0xFB00 | 0xFF00..0xFFF0 => 85,
+                _ => 80,
+            }
+        };
+    }
+    cents.div_ceil(100)
 }
 
 /// Renders a body; `Err` when HTML could not be converted (the caller falls back).
@@ -205,11 +256,20 @@ mod tests {
         assert_eq!(item.content.as_deref(), Some("hél"));
         assert!(item.content_truncated);
         assert_eq!(item.next_offset, Some(3));
-        assert_eq!(item.content_tokens_est, 1);
+        assert_eq!(item.content_tokens_est, 3);
         assert_eq!(
             item.content_hash.as_deref(),
             Some(&ids::short_hash("<p>héllo</p>")[..])
         );
+    }
+
+    #[test]
+    fn token_estimates_count_words_and_scripts() {
+        assert_eq!(estimate_tokens(""), 0);
+        assert_eq!(estimate_tokens("hello world"), 3);
+        assert_eq!(estimate_tokens("东京都的天气"), 6);
+        assert_eq!(estimate_tokens("Привет мир"), 3);
+        assert_eq!(estimate_tokens("{\"a\":1}"), 5);
     }
 
     #[test]

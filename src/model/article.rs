@@ -13,7 +13,7 @@ pub struct ArticleOutput {
     pub schema_version: String,
     /// When this run started (UTC RFC 3339).
     pub fetched_at: String,
-    /// Estimated tokens of all returned content (ceil(chars / 4)).
+    /// Estimated tokens of all returned content (the README's token estimate).
     pub total_content_tokens_est: usize,
     /// One entry per requested page, in request order.
     pub articles: Vec<ArticleResult>,
@@ -55,7 +55,7 @@ pub struct ArticleResult {
     pub content: Option<String>,
     /// The rendering of `content`: markdown, text or html.
     pub content_format: String,
-    /// Estimated tokens of `content` as returned (ceil(chars / 4)).
+    /// Estimated tokens of `content` as returned (the README's token estimate).
     pub content_tokens_est: usize,
     /// 16 hex of sha256 of the extracted article (before rendering).
     pub content_hash: Option<String>,

@@ -14,7 +14,7 @@ pub struct FetchOutput {
     pub fetched_at: String,
     /// Items returned across all feeds.
     pub total_items: usize,
-    /// Estimated tokens of all returned content (ceil(chars / 4)).
+    /// Estimated tokens of all returned content (the README's token estimate).
     pub total_content_tokens_est: usize,
     /// One entry per requested feed, in request order.
     pub feeds: Vec<FeedResult>,
@@ -186,7 +186,7 @@ pub struct Item {
     pub content: Option<String>,
     /// The rendering of `content`: markdown, text, html or none.
     pub content_format: String,
-    /// Estimated tokens of `content` as returned (ceil(chars / 4)).
+    /// Estimated tokens of `content` as returned (the README's token estimate).
     pub content_tokens_est: usize,
     /// 16 hex of sha256 of the full body as the feed gave it (before rendering).
     pub content_hash: Option<String>,

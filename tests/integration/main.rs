@@ -26,3 +26,4 @@ mod redis;
 mod robots;
 mod selection;
 mod signals;
+mod tokens;
