@@ -25,6 +25,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub(super) struct GlobalArgs {
     /// Cache directory (default: the OS cache dir; env RSS_CACHE_DIR).
     #[arg(long, global = true, value_name = "DIR")]
@@ -199,6 +200,9 @@ pub(super) enum Command {
     Hosts {
         #[command(subcommand)]
         action: Option<HostsAction>,
+        /// table (default at a terminal) or json (default when piped).
+        #[arg(long, value_enum)]
+        format: Option<HostsFormat>,
     },
     /// Show where the config file is looked for, or check it and print its rules (every
     /// secret as ***).
@@ -271,6 +275,15 @@ pub(super) struct McpArgs {
     /// Close an HTTP session idle this long (90s, 10m, 1h).
     #[arg(long, value_name = "DUR", default_value = "10m", requires = "http")]
     pub(super) session_idle: String,
+}
+
+/// How `rss hosts` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum HostsFormat {
+    /// One line per host, for a person.
+    Table,
+    /// The JSON document (`rss schema --command hosts`).
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -361,7 +374,8 @@ pub(super) struct FetchArgs {
     #[arg(long, value_name = "WHEN")]
     pub(super) since: Option<String>,
     /// Only items whose title, summary or content hold every word and "phrase" and no
-    /// -excluded word (case- and accent-insensitive, whole words).
+    /// -excluded word (case- and accent-insensitive, whole words); OR, AND, NOT and
+    /// parentheses combine terms: '(Stadia OR xCloud) -rumour'.
     #[arg(long, value_name = "QUERY", allow_hyphen_values = true)]
     pub(super) query: Option<String>,
     /// Items of the run that tell the same story: list them (report), list them and keep
@@ -388,9 +402,9 @@ pub(super) struct ArticleArgs {
     /// Output format (ndjson: one article a line).
     #[arg(long, value_enum, default_value = "json")]
     pub(super) format: Format,
-    /// How the article is returned.
-    #[arg(long, value_enum, default_value = "markdown")]
-    pub(super) content: ContentFormat,
+    /// How the article is returned (default markdown; text with --format text).
+    #[arg(long, value_enum)]
+    pub(super) content: Option<ContentFormat>,
     /// Cut each article to N characters.
     #[arg(long, value_name = "N")]
     pub(super) max_content_chars: Option<usize>,

@@ -72,8 +72,12 @@ fn fetch_options(args: &FetchArgs, robots_by_default: bool) -> Result<FetchOptio
 
 /// Validated article parameters.
 fn article_options(args: &ArticleArgs, robots_by_default: bool) -> Result<ArticleOptions> {
+    let content = args.content.unwrap_or(match args.format {
+        Format::Text => crate::feed::ContentFormat::Text,
+        _ => crate::feed::ContentFormat::Markdown,
+    });
     FetchRequest {
-        content: args.content,
+        content,
         max_content_chars: args.max_content_chars,
         respect_robots: args.respect_robots || robots_by_default,
         ..cache_request(&args.cache)?

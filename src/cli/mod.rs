@@ -299,12 +299,20 @@ async fn run(cli: Cli, config: Config, settings: Settings) -> Result<u8> {
                 }
             }
         }
-        Command::Hosts { action } => {
+        Command::Hosts { action, format } => {
             let ctx = Context::with_settings(config, settings);
             match action {
                 None => {
                     let out = ops::hosts_list(&ctx).await?;
-                    emit(|w| output::write_json(w, &out, pretty))
+                    let table = match format {
+                        Some(f) => f == args::HostsFormat::Table,
+                        None => std::io::stdout().is_terminal(),
+                    };
+                    if table {
+                        emit(|w| output::write_hosts_table(w, &out))
+                    } else {
+                        emit(|w| output::write_json(w, &out, pretty))
+                    }
                 }
                 Some(HostsAction::Clear { host }) => {
                     let removed = ops::hosts_clear(&ctx, host.as_deref()).await?;

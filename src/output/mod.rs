@@ -9,8 +9,10 @@ use serde_json::Value;
 pub mod compact;
 pub mod hint;
 mod json;
+mod table;
 mod text;
 
+pub use table::write_hosts_table;
 pub use text::{advice, write_article_text, write_text};
 
 use crate::error::Error;
