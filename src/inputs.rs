@@ -68,12 +68,7 @@ pub fn classify(raw: &str) -> Input {
                     },
                     Err(()) => invalid("the file:// URL does not name a local path".into(), None),
                 },
-                other => invalid(
-                    format!(
-                        "the scheme {other:?} is not supported (use http, https, file or a path)"
-                    ),
-                    None,
-                ),
+                other => invalid(format!("the scheme {other:?} is not one this reads"), None),
             },
             Err(e) => invalid(format!("{e}"), Some(e)),
         };

@@ -141,6 +141,9 @@ pub(crate) struct Body<'a> {
     next_offset: &'a mut Option<usize>,
     tokens: &'a mut usize,
     offset: usize,
+    /// An item's summary, cut with its content (a feed's only body often doubles as its
+    /// summary); it is not continued.
+    summary: Option<&'a mut Option<String>>,
 }
 
 impl Body<'_> {
@@ -151,6 +154,7 @@ impl Body<'_> {
             next_offset: &mut a.next_offset,
             tokens: &mut a.content_tokens_est,
             offset,
+            summary: None,
         }
     }
 
@@ -161,11 +165,20 @@ impl Body<'_> {
             next_offset: &mut i.next_offset,
             tokens: &mut i.content_tokens_est,
             offset,
+            summary: Some(&mut i.summary),
         }
     }
 
     fn len(&self) -> usize {
-        self.content.as_ref().map_or(0, |c| c.chars().count())
+        let summary = self
+            .summary
+            .as_deref()
+            .and_then(Option::as_ref)
+            .map_or(0, |s| s.chars().count());
+        self.content
+            .as_ref()
+            .map_or(0, |c| c.chars().count())
+            .max(summary)
     }
 
     /// Starts the text `offset` characters in (the part after what an earlier call gave);
@@ -176,7 +189,7 @@ impl Body<'_> {
         if offset == 0 {
             return Ok(());
         }
-        let total = self.len();
+        let total = self.content.as_ref().map_or(0, |c| c.chars().count());
         if offset >= total {
             return Err(Error::usage(format!(
                 "`{arg}` {offset} is past the end of the {what}: it is {total} characters long{}",
@@ -209,6 +222,9 @@ impl Body<'_> {
     /// Cuts the text to at most `max` characters at a paragraph break, saying where the
     /// rest starts.
     fn cut(&mut self, max: usize) {
+        if let Some(Some(s)) = self.summary.as_deref_mut() {
+            truncate_chars(s, max);
+        }
         let Some(c) = self.content.as_ref() else {
             return;
         };
@@ -291,11 +307,12 @@ fn item_texts(out: &mut FetchOutput, _: Offsets) -> Vec<Body<'_>> {
         .iter_mut()
         .flat_map(|f| f.items.iter_mut())
         .flat_map(|i| {
-            let (content, truncated, next_offset, tokens, article) = (
+            let (content, truncated, next_offset, tokens, summary, article) = (
                 &mut i.content,
                 &mut i.content_truncated,
                 &mut i.next_offset,
                 &mut i.content_tokens_est,
+                &mut i.summary,
                 i.article.as_deref_mut(),
             );
             let item = Body {
@@ -304,6 +321,7 @@ fn item_texts(out: &mut FetchOutput, _: Offsets) -> Vec<Body<'_>> {
                 next_offset,
                 tokens,
                 offset: 0,
+                summary: Some(summary),
             };
             std::iter::once(item).chain(article.map(|a| Body::of_article(a, 0)))
         })
@@ -331,6 +349,7 @@ fn show_texts(out: &mut ShowOutput, at: Offsets) -> Vec<Body<'_>> {
         next_offset: &mut item.next_offset,
         tokens: &mut item.content_tokens_est,
         offset: at.content,
+        summary: Some(&mut item.summary),
     };
     std::iter::once(body).chain(article).collect()
 }

@@ -2,8 +2,8 @@
 //! (every field present, `null` when empty) less what tells a model nothing.
 //!
 //! Left out: `null`, `false`, `0`, `[]` and `{}` values (after their own contents are
-//! compacted); an item's `id_source`; a `guid` equal to the item's `url`; a
-//! `content_format` beside no `content`. The output schemas the server lists say the same
+//! compacted); an item's `id_source` and `content_hash` (duplicates are reported as such);
+//! a `guid` equal to the item's `url`; a `content_format` beside no `content`. The output schemas the server lists say the same
 //! ([`optional_fields`]): only plain strings that are always there stay required.
 
 use serde::Serialize;
@@ -48,6 +48,7 @@ fn drop_repeats(map: &mut Map<String, Value>) {
     if map.contains_key("id") {
         map.shift_remove("id_source");
     }
+    map.shift_remove("content_hash");
     if let (Some(guid), Some(url)) = (map.get("guid"), map.get("url"))
         && guid == url
     {

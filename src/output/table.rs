@@ -134,8 +134,17 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("HOST "), "{text}");
         assert!(lines[1].starts_with("example.com:443"), "{text}");
-        assert!(lines[1].contains("1500 ms") && lines[1].contains("429"), "{text}");
-        assert!(lines[1].contains("in 29 s") || lines[1].contains("in 30 s"), "{text}");
-        assert_eq!(lines[2], "1 host with learned state (key: host; kept in file:/tmp/hosts)");
+        assert!(
+            lines[1].contains("1500 ms") && lines[1].contains("429"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("in 29 s") || lines[1].contains("in 30 s"),
+            "{text}"
+        );
+        assert_eq!(
+            lines[2],
+            "1 host with learned state (key: host; kept in file:/tmp/hosts)"
+        );
     }
 }

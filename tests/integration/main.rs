@@ -18,6 +18,7 @@ mod mcp_guard;
 mod mcp_http;
 mod mcp_pages;
 mod mcp_ts;
+mod model_view;
 mod pacing;
 mod parsing;
 mod private;
