@@ -29,10 +29,18 @@ struct HttpServer {
 
 impl HttpServer {
     async fn start(extra: &[&str]) -> HttpServer {
+        let mut flags = vec!["--allow-private-networks"];
+        flags.extend_from_slice(extra);
+        HttpServer::launch(&flags, &[]).await
+    }
+
+    /// `rss mcp --http 127.0.0.1:0 FLAGS…` with `env`, private networks as they default.
+    async fn launch(flags: &[&str], env: &[(&str, &str)]) -> HttpServer {
         let cache = tempfile::tempdir().unwrap();
         let mut cmd = rss_tokio();
-        cmd.args(["mcp", "--http", "127.0.0.1:0", "--allow-private-networks"])
-            .args(extra)
+        cmd.args(["mcp", "--http", "127.0.0.1:0"])
+            .args(flags)
+            .envs(env.iter().copied())
             .env("RSS_CACHE_DIR", cache.path())
             .env("RSS_MCP_TOKEN", TOKEN)
             .stdin(Stdio::null())
@@ -134,6 +142,37 @@ async fn the_python_sdk_client_initializes_lists_tools_and_fetches() {
     let feed = srv.url("/rss20.xml");
     let article = srv.url("/articles/story.html");
     run_python_client(&["--http", &server.url, TOKEN, &feed, &article], &[]).await;
+}
+
+/// Issue 31: a server for several clients refuses private and local addresses unless told
+/// otherwise, with INVALID_URL, and sends them nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_private_networks_are_refused_unless_allowed() {
+    let srv = fixture_server().await;
+    let feed = srv.url("/rss20.xml");
+    let server = HttpServer::launch(&[], &[]).await;
+    let client = server.client().await;
+    let r = fetch_feed(&client, &feed).await;
+    let err = crate::mcp::error_object(&r);
+    assert_eq!(err["code"], "INVALID_URL", "{err}");
+    assert_eq!(err["details"]["private_network"], true);
+    assert_eq!(srv.count(), 0, "nothing was sent");
+    client.cancel().await.unwrap();
+    for (flags, env) in [
+        (&["--allow-private-networks"][..], &[][..]),
+        (&[][..], &[("RSS_ALLOW_PRIVATE_NETWORKS", "1")][..]),
+    ] {
+        let server = HttpServer::launch(flags, env).await;
+        let client = server.client().await;
+        let doc = structured(&fetch_feed(&client, &feed).await);
+        assert_eq!(doc["feeds"][0]["status"], "ok", "{doc}");
+        client.cancel().await.unwrap();
+    }
+    let out = rss_cmd()
+        .args(["mcp", "--http", "127.0.0.1:0", "--allow-private-networks", "--deny-private-networks"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
