@@ -3,7 +3,8 @@
 //!
 //! Left out: `null`, `false`, `0`, `[]` and `{}` values (after their own contents are
 //! compacted); an item's `id_source` and `content_hash` (duplicates are reported as such);
-//! a `guid` equal to the item's `url`; a `content_format` beside no `content`. The output schemas the server lists say the same
+//! a `guid` equal to the item's `url`; a `summary` that only repeats the start of the
+//! item's `content` (a feed's one body is both); a `content_format` beside no `content`. The output schemas the server lists say the same
 //! ([`optional_fields`]): only plain strings that are always there stay required.
 
 use serde::Serialize;
@@ -54,9 +55,29 @@ fn drop_repeats(map: &mut Map<String, Value>) {
     {
         map.shift_remove("guid");
     }
+    if let (Some(Value::String(summary)), Some(Value::String(content))) =
+        (map.get("summary"), map.get("content"))
+        && repeats_start(summary, content)
+    {
+        map.shift_remove("summary");
+    }
     if !map.contains_key("content") {
         map.shift_remove("content_format");
     }
+}
+
+/// Whether `summary`'s words (its first 40) are the first words of `content`: markup,
+/// punctuation and case aside.
+fn repeats_start(summary: &str, content: &str) -> bool {
+    let words = |s: &str| {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .take(40)
+            .collect::<Vec<_>>()
+    };
+    let (s, c) = (words(summary), words(content));
+    !s.is_empty() && c.len() >= s.len() && c[..s.len()] == s[..]
 }
 
 /// Makes a schema describe the compact view: every object's `required` keeps only the

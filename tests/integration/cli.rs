@@ -390,7 +390,10 @@ fn people_read_counts_hints_text_tables_and_help_as_they_expect() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("2 feeds, "), "{text}");
-    assert!(!text.contains("1 feeds") && !text.contains("1 items"), "{text}");
+    assert!(
+        !text.contains("1 feeds") && !text.contains("1 items"),
+        "{text}"
+    );
     let failure = text.lines().find(|l| l.contains("failed:")).unwrap();
     assert_eq!(failure.matches(" — ").count(), 1, "{failure}");
     assert_eq!(failure.matches("rss discover").count(), 1, "{failure}");
@@ -402,20 +405,34 @@ fn people_read_counts_hints_text_tables_and_help_as_they_expect() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("For ninety-one years"), "{text}");
-    assert!(!text.contains("](") && !text.contains("## "), "markdown in text: {text}");
+    assert!(
+        !text.contains("](") && !text.contains("## "),
+        "markdown in text: {text}"
+    );
 
     // Piped (as here), `rss hosts` prints JSON; a table when asked.
     let out = rss_cmd().args(["hosts"]).output().unwrap();
     assert!(serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok());
-    let out = rss_cmd().args(["hosts", "--format", "table"]).output().unwrap();
+    let out = rss_cmd()
+        .args(["hosts", "--format", "table"])
+        .output()
+        .unwrap();
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.starts_with("0 hosts with learned state"), "{table}");
-    let out = rss_cmd().args(["hosts", "--format", "json"]).output().unwrap();
+    let out = rss_cmd()
+        .args(["hosts", "--format", "json"])
+        .output()
+        .unwrap();
     assert!(serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok());
 
     let out = rss_cmd().args(["fetch", "--help"]).output().unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
-    let global = help.find("Global options:").expect("a heading for global options");
-    assert!(help.find("--limit").unwrap() < global, "fetch's own options first");
+    let global = help
+        .find("Global options:")
+        .expect("a heading for global options");
+    assert!(
+        help.find("--limit").unwrap() < global,
+        "fetch's own options first"
+    );
     assert!(help[global..].contains("--cache-dir") && !help[..global].contains("--cache-dir"));
 }

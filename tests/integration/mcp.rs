@@ -552,10 +552,19 @@ async fn python_sdk_client() {
 /// Runs `tests/mcp_client.py ARGS` with the Python SDK (skipping, as `python_with_mcp`
 /// says, when there is none) and checks that every one of its checks passed.
 pub async fn run_python_client(args: &[&str], env: &[(&str, &std::path::Path)]) {
-    let Some(python) = python_with_mcp() else {
-        return;
-    };
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
+    run_python_script("mcp_client.py", args, env, "OK fetch_feed").await;
+}
+
+/// Runs `tests/SCRIPT ARGS` with the Python SDK (skipping when there is none); its output
+/// must hold `ok`. Returns that output.
+pub async fn run_python_script(
+    script: &str,
+    args: &[&str],
+    env: &[(&str, &std::path::Path)],
+    ok: &str,
+) -> Option<String> {
+    let python = python_with_mcp()?;
+    let script = format!("{}/tests/{script}", env!("CARGO_MANIFEST_DIR"));
     let mut cmd = tokio::process::Command::new(&python);
     cmd.arg(script)
         .args(args)
@@ -573,7 +582,8 @@ pub async fn run_python_client(args: &[&str], env: &[(&str, &std::path::Path)]) 
         out.status.success(),
         "python client failed:\n{stdout}\n{stderr}"
     );
-    assert!(stdout.contains("OK fetch_feed"), "{stdout}");
+    assert!(stdout.contains(ok), "{stdout}");
+    Some(stdout.into_owned())
 }
 
 /// The Python with the `mcp` package that `.ci/run` installs and names in

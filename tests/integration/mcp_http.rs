@@ -169,7 +169,13 @@ async fn over_http_private_networks_are_refused_unless_allowed() {
         client.cancel().await.unwrap();
     }
     let out = rss_cmd()
-        .args(["mcp", "--http", "127.0.0.1:0", "--allow-private-networks", "--deny-private-networks"])
+        .args([
+            "mcp",
+            "--http",
+            "127.0.0.1:0",
+            "--allow-private-networks",
+            "--deny-private-networks",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

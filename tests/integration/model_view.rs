@@ -707,3 +707,36 @@ async fn a_refused_address_is_invalid_url_even_for_an_article() {
     assert!(started.elapsed() < Duration::from_secs(30));
     s.client.cancel().await.unwrap();
 }
+
+/// The done-when of issue 31: the official Python SDK, reading only content[], holds every
+/// point on loopback feeds and pages (`tests/mcp_model_client.py`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_sees_every_point_from_the_text_alone() {
+    let feed = linked_feed(6, 80);
+    let news = std::fs::read(fixture_path("news.xml")).unwrap();
+    let srv = TestServer::start(move |req| match req.path.as_str() {
+        "/f0" | "/f1" | "/f2" | "/f3" => {
+            Reply::xml(feed.replace("Story ", &format!("{} story ", &req.path[1..])))
+        }
+        "/broken" => Reply::ok(
+            "<!DOCTYPE html><html><body>a page</body></html>",
+            "text/html; charset=utf-8",
+        ),
+        "/news.xml" => Reply::xml(news.clone()),
+        "/robots.txt" => Reply::status(404),
+        p if p.starts_with("/page/") => Reply::ok(
+            article_page(&format!("Page {}", &p[6..]), 40),
+            "text/html; charset=utf-8",
+        ),
+        _ => Reply::status(404),
+    })
+    .await;
+    let rss = env!("CARGO_BIN_EXE_rss");
+    let base = srv.url("");
+    if let Some(out) =
+        crate::mcp::run_python_script("mcp_model_client.py", &[rss, &base], &[], "OK model view")
+            .await
+    {
+        eprintln!("{}", out.trim());
+    }
+}
