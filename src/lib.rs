@@ -115,6 +115,7 @@ pub mod internals {
     }
     pub use crate::feed::estimate_tokens;
     pub use crate::inputs::{list_lines, merge, opml_urls};
+    pub use crate::output::compact::compact;
 
     /// Every MCP tool's name, in the order the server lists them.
     pub fn tool_names() -> Vec<&'static str> {

@@ -24,6 +24,12 @@ const client = new Client({ name: "rss-ts-test", version: "1.0.0" });
 await client.connect(transport);
 const found = {};
 
+// A result's JSON is its last text block; an error's object is that, or its first `errors`.
+const errorOf = (r) => {
+  const v = JSON.parse(r.content[r.content.length - 1].text);
+  return v.errors ? v.errors[0] : v;
+};
+
 const tools = await client.listTools();
 found.tools = tools.tools.map((t) => t.name);
 const want = process.env.TOOLS.split(",");
@@ -60,10 +66,9 @@ found.progress = progress.length;
 found.messages = progress.map((p) => p.message);
 found.progress_increases = progress.every((p, i) => i === 0 || p.progress > progress[i - 1].progress);
 if (second) {
-  const text = second.content[0].text;
-  found.slow_code = second.isError ? JSON.parse(text).code : second.structuredContent?.feeds?.[0]?.status;
+  found.slow_code = second.isError ? errorOf(second).code : second.structuredContent?.feeds?.[0]?.status;
   if (second.isError) {
-    found.slow_retry_after_ms = JSON.parse(text).details.retry_after_ms;
+    found.slow_retry_after_ms = errorOf(second).details.retry_after_ms;
   }
 }
 
@@ -76,7 +81,7 @@ const quick = await client.callTool({
   arguments: { url: process.env.COOL2_URL, timeout_seconds: 2 },
 });
 found.quick_ms = Date.now() - t0;
-found.quick_code = quick.isError ? JSON.parse(quick.content[0].text).code : "ok";
+found.quick_code = quick.isError ? errorOf(quick).code : "ok";
 
 await client.close();
 console.log(JSON.stringify(found));

@@ -59,10 +59,12 @@ async def check(read, write, feed_url: str, article_url: str) -> None:
         assert feed["items"][0]["title"] == "Shipping the new parser & more"
         summary = result.content[0].text
         assert len(summary) < 200 and "1 feed" in summary, summary
+        # The result's JSON is in the text too, for clients that show only content[].
+        assert json.loads(result.content[-1].text) == data
 
         bad = await session.call_tool("fetch_feed", {"url": "ftp://nowhere/feed"})
         assert bad.is_error
-        err = json.loads(bad.content[0].text)
+        err = json.loads(bad.content[-1].text)["errors"][0]
         assert err["code"] == "INVALID_URL", err
 
         # An article, cut to a small budget, then its next part from the cache.

@@ -216,8 +216,8 @@ pub(super) enum Command {
     },
     /// Serve the tools over MCP: on stdin/stdout, or over streamable HTTP with --http.
     #[command(after_help = "Examples:
-  claude mcp add rss -- rss mcp
-  {\"mcpServers\": {\"rss\": {\"command\": \"rss\", \"args\": [\"mcp\"]}}}
+  claude mcp add rss -- rss mcp --deny-private-networks
+  {\"mcpServers\": {\"rss\": {\"command\": \"rss\", \"args\": [\"mcp\", \"--deny-private-networks\"]}}}
   RSS_MCP_TOKEN=$(openssl rand -hex 32) rss mcp --http 127.0.0.1:8765")]
     Mcp(McpArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).

@@ -197,6 +197,9 @@ pub(super) async fn fetch(
         .filter(|f| f.status == FeedStatus::Error)
         .count();
     let code = batch_code(failed, out.feeds.len());
+    if args.format != Format::Text {
+        output::hint::advise_fetch(&mut out);
+    }
     let code = emit_code(
         |w| output::write_fetch(w, &mut out, args.format, args.ndjson_records, pretty, color),
         code,
@@ -222,9 +225,12 @@ pub(super) async fn article(
     let entered = bar.show.then(|| bar.span.enter());
     let gate = ctx.client.gate();
     let progress = |done: usize, _total: usize| bar.tick(done, gate);
-    let out = ops::fetch_articles(&ctx, inputs, &opts, &progress).await;
+    let mut out = ops::fetch_articles(&ctx, inputs, &opts, &progress).await;
     drop(entered);
     drop(bar);
+    if args.format != Format::Text {
+        output::hint::advise_articles(&mut out);
+    }
     emit_code(
         |w| output::write_articles(w, &out, args.format, pretty, color),
         batch_code(out.errors.len(), out.articles.len()),

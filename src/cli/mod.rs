@@ -170,7 +170,7 @@ fn report(e: &Error) -> u8 {
     if *ERRORS_AS_WORDS.get().unwrap_or(&false) {
         let _ = writeln!(err, "error: {}", output::advice(&obj));
     } else {
-        obj.message = output::hint::cli_words(&obj.message);
+        obj.message = output::hint::advise(&obj, output::hint::Caller::Cli);
         let _ = output::write_json(&mut err, &obj, false);
     }
     match e {

@@ -121,7 +121,7 @@ pub enum Error {
         source: Option<BoxSource>,
     },
     /// A body (or a local file, or standard input) larger than the cap.
-    #[error("{what} exceeds the {limit}-byte limit (--max-body-bytes)")]
+    #[error("{what} exceeds the {limit}-byte limit")]
     TooLarge {
         /// What was being read.
         what: String,

@@ -209,7 +209,7 @@ fn finish(
     {
         built.warnings.push((
             WarningCode::UndatedItems,
-            "no returned item has a date; order is the feed's own and --since cannot filter them"
+            "no returned item has a date; order is the feed's own and no date cutoff can filter them"
                 .into(),
         ));
     }

@@ -163,6 +163,35 @@ pub fn advise(e: &ErrorObject, caller: Caller) -> String {
     }
 }
 
+/// Adds its hint, in the CLI's words, to the message of every error of a fetch (for its
+/// JSON and NDJSON; `--format text` says the hint itself).
+pub fn advise_fetch(out: &mut crate::model::FetchOutput) {
+    let add = |e: &mut ErrorObject| e.message = advise(e, Caller::Cli);
+    out.errors.iter_mut().for_each(add);
+    out.feeds
+        .iter_mut()
+        .filter_map(|f| f.error.as_mut())
+        .for_each(add);
+}
+
+/// Like [`advise_fetch`], for the pages of `rss article`.
+pub fn advise_articles(out: &mut crate::model::ArticleOutput) {
+    let add = |e: &mut crate::model::PageError| {
+        let obj = ErrorObject {
+            feed_url: e.url.clone(),
+            code: e.code.clone(),
+            message: e.message.clone(),
+            details: e.details.clone(),
+        };
+        e.message = advise(&obj, Caller::Cli);
+    };
+    out.errors.iter_mut().for_each(add);
+    out.articles
+        .iter_mut()
+        .filter_map(|a| a.error.as_mut())
+        .for_each(add);
+}
+
 /// Adds its hint to the message of every error object in `v` (a result as the MCP server
 /// sends it: `errors[]`, `feeds[].error`, `articles[].error`, or an error object itself).
 pub fn advise_all(v: &mut Value) {

@@ -91,7 +91,7 @@ async fn pages_are_articles_or_say_what_they_are() {
         doc["articles"][2]["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("rss fetch")
+            .contains("` reads it as a feed")
     );
     assert_eq!(code(&doc, 3), "UNSUPPORTED_CONTENT");
     assert_eq!(
@@ -296,7 +296,7 @@ async fn an_mcp_article_comes_in_parts_the_rest_from_the_cache() {
     let pages = srv.hits_for("/story").len();
     let mut parts = vec![part1];
     let mut offset = Some(next);
-    for _ in 0..10 {
+    for _ in 0..30 {
         let Some(o) = offset else { break };
         let r = structured(&call(&server, "fetch_article", ask(Some(o))).await);
         let a = &r["articles"][0];
@@ -304,7 +304,7 @@ async fn an_mcp_article_comes_in_parts_the_rest_from_the_cache() {
         parts.push(a["content"].as_str().unwrap().to_owned());
         offset = a["next_offset"].as_u64();
     }
-    assert_eq!(offset, None, "the article ends within ten parts");
+    assert_eq!(offset, None, "the article ends within thirty parts");
     assert_eq!(
         srv.hits_for("/story").len(),
         pages,

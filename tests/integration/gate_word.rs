@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 use crate::hosts::fetch_in;
-use crate::mcp::{call, spawn_in, structured};
+use crate::mcp::{call, payload as structured, spawn_in};
 
 const FEED: &str = "<rss><channel><title>T</title><item><title>i</title><link>https://x.example/i</link></item></channel></rss>";
 

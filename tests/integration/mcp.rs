@@ -464,28 +464,42 @@ async fn stringified_integers_work_and_an_over_budget_result_suggests_what_fits(
     assert_eq!(page["truncation"]["items_on_later_pages"], 25 - n);
     assert!(summary(&r).contains("cursor"), "{}", summary(&r));
 
-    // One item alone over the budget: RESPONSE_TOO_LARGE, and its suggestion works.
+    // One item alone over the budget: not a dead end, but the item cut at a paragraph,
+    // with where its rest starts (get_item's `offset`).
     let budget = 700;
+    let r = call(
+        &s,
+        "fetch_feed",
+        json!({"url": srv.url("/big"), "max_response_tokens": budget}),
+    )
+    .await;
+    let page = structured(&r);
+    let item = &page["feeds"][0]["items"][0];
+    assert_eq!(item["content_truncated"], true, "{item}");
+    let kept = item["content"].as_str().unwrap().chars().count() as u64;
+    assert_eq!(item["next_offset"].as_u64(), Some(kept));
+    assert!(page["next_cursor"].is_string());
+    // A budget no cut can meet: RESPONSE_TOO_LARGE, with a budget that works.
     let err = error_object(
         &call(
             &s,
             "fetch_feed",
-            json!({"url": srv.url("/big"), "max_response_tokens": budget}),
+            json!({"urls": (0..50).map(|i| srv.url(&format!("/big?{i}"))).collect::<Vec<_>>(), "max_response_tokens": 200}),
         )
         .await,
     );
-    assert_eq!(err["code"], "RESPONSE_TOO_LARGE");
+    assert_eq!(err["code"], "RESPONSE_TOO_LARGE", "{err}");
     let d = &err["details"];
-    assert!(d["estimated_tokens"].as_u64().unwrap() > budget);
-    assert_eq!(d["budget_tokens"], budget);
-    let chars = d["suggested_max_content_chars"].as_u64().unwrap();
-    let r = call(
-        &s,
-        "fetch_feed",
-        json!({"url": srv.url("/big"), "max_response_tokens": budget, "max_content_chars": chars}),
-    )
-    .await;
-    assert_eq!(structured(&r)["feeds"][0]["status"], "ok");
+    assert!(d["estimated_tokens"].as_u64().unwrap() > 200);
+    assert_eq!(d["budget_tokens"], 200);
+    let fits = d["suggested_max_response_tokens"].as_u64().unwrap();
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("max_response_tokens: {fits}")),
+        "{err}"
+    );
     s.client.cancel().await.unwrap();
 }
 

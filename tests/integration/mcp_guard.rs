@@ -89,7 +89,7 @@ fn big_feed(items: usize, body_words: usize) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn get_item_keeps_to_its_budget_and_its_suggestion_works_alone() {
+async fn get_item_keeps_to_its_budget_and_its_cut_continues() {
     let srv = TestServer::with_routes(vec![("/one", Reply::xml(big_feed(1, 200_000)))]).await;
     let s = spawn_with(&[], &[]).await;
     let listing = call(
@@ -102,31 +102,30 @@ async fn get_item_keeps_to_its_budget_and_its_suggestion_works_alone() {
         .as_str()
         .unwrap()
         .to_owned();
-    let err = error_object(
-        &call(
-            &s,
-            "get_item",
-            json!({"feed_url": srv.url("/one"), "id": id}),
-        )
-        .await,
-    );
-    assert_eq!(err["code"], "RESPONSE_TOO_LARGE");
-    assert_eq!(err["feed_url"], srv.url("/one"));
-    assert!(err["details"]["suggested_limit"].is_null());
-    let chars = err["details"]["suggested_max_content_chars"]
-        .as_u64()
-        .unwrap();
+    // Over the default budget, the body comes cut at a paragraph, within the budget, with
+    // where the rest starts; that rest is the same tool's `offset`.
     let r = call(
         &s,
         "get_item",
-        json!({"feed_url": srv.url("/one"), "id": id, "max_content_chars": chars}),
+        json!({"feed_url": srv.url("/one"), "id": id}),
     )
     .await;
-    assert!(
-        structured(&r)["item"]["content_truncated"]
-            .as_bool()
-            .unwrap()
+    let out = structured(&r);
+    assert!(rss::internals::estimate_tokens(&serde_json::to_string(&out).unwrap()) <= 10_000);
+    assert_eq!(out["item"]["content_truncated"], true);
+    let next = out["item"]["next_offset"].as_u64().unwrap();
+    let r = call(
+        &s,
+        "get_item",
+        json!({"feed_url": srv.url("/one"), "id": id, "offset": next, "max_content_chars": 100}),
+    )
+    .await;
+    let rest = structured(&r);
+    assert_eq!(
+        rest["item"]["content"].as_str().unwrap().chars().count(),
+        100
     );
+    assert_eq!(rest["item"]["next_offset"].as_u64(), Some(next + 100));
     s.client.cancel().await.unwrap();
 }
 

@@ -96,7 +96,7 @@ async fn a_query_that_cannot_be_parsed_is_a_usage_error_saying_where() {
     for (q, said) in [
         (r#"rust "async"#, "no closing quote at character 6"),
         ("", "empty"),
-        ("- rust", "no letters or digits at character 1"),
+        ("- rust", "a - with nothing after it at character 1"),
         ("a\"b", "quote inside a word"),
     ] {
         let e = FetchRequest {
