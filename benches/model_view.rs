@@ -22,25 +22,41 @@ fn fetch(format: &str) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
-/// The same facts as plain lines: per feed its title and status, per item its id, title,
-/// date, url, then its summary and body.
+/// The same facts as plain lines: per feed its title, status, address and metadata; per
+/// item its title, id, date, url, authors, categories and enclosures, then its summary and
+/// body; then what was left out.
 fn as_text(v: &Value) -> String {
+    let text = |v: &Value, k: &str| v[k].as_str().unwrap_or("").to_owned();
+    let list = |v: &Value, k: &str| {
+        v[k].as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+            .unwrap_or_default()
+    };
     let mut s = String::new();
     for f in v["feeds"].as_array().into_iter().flatten() {
         s.push_str(&format!(
-            "# {} ({}) {}\n",
-            f["title"].as_str().unwrap_or(""),
-            f["status"].as_str().unwrap_or(""),
-            f["feed_url"].as_str().unwrap_or("")
+            "# {} ({}) {}\n{} | {} | {} | updated {}\n",
+            text(f, "title"),
+            text(f, "status"),
+            text(f, "feed_url"),
+            text(f, "site_url"),
+            text(f, "description"),
+            text(f, "language"),
+            text(f, "updated"),
         ));
         for i in f["items"].as_array().into_iter().flatten() {
             s.push_str(&format!(
-                "\n## {} [{}] {}\n{}\n",
-                i["title"].as_str().unwrap_or(""),
-                i["id"].as_str().unwrap_or(""),
-                i["published"].as_str().unwrap_or(""),
-                i["url"].as_str().unwrap_or("")
+                "\n## {} [{}] {}\n{}\nby {}; {}\n",
+                text(i, "title"),
+                text(i, "id"),
+                text(i, "published"),
+                text(i, "url"),
+                list(i, "authors"),
+                list(i, "categories"),
             ));
+            for e in i["enclosures"].as_array().into_iter().flatten() {
+                s.push_str(&format!("enclosure {} ({})\n", text(e, "url"), text(e, "type")));
+            }
             for field in ["summary", "content"] {
                 if let Some(t) = i[field].as_str() {
                     s.push_str(t);
@@ -49,6 +65,7 @@ fn as_text(v: &Value) -> String {
             }
         }
     }
+    s.push_str(&format!("\n{} items; left out: {}\n", v["total_items"], v["truncation"]));
     s
 }
 
