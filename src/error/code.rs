@@ -66,7 +66,7 @@ pub enum ErrorCode {
     /// A body over `--max-body-bytes`, or an MCP result over its token budget.
     #[strum(
         serialize = "RESPONSE_TOO_LARGE",
-        message = "too big: follow details.suggested_limit or suggested_max_content_chars"
+        message = "too big: call again with one of details.suggested_limit, suggested_max_content_chars or suggested_max_response_tokens"
     )]
     ResponseTooLarge,
     /// The page serves a feed, not an article.
