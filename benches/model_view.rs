@@ -29,7 +29,12 @@ fn as_text(v: &Value) -> String {
     let text = |v: &Value, k: &str| v[k].as_str().unwrap_or("").to_owned();
     let list = |v: &Value, k: &str| {
         v[k].as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
             .unwrap_or_default()
     };
     let mut s = String::new();
@@ -55,7 +60,11 @@ fn as_text(v: &Value) -> String {
                 list(i, "categories"),
             ));
             for e in i["enclosures"].as_array().into_iter().flatten() {
-                s.push_str(&format!("enclosure {} ({})\n", text(e, "url"), text(e, "type")));
+                s.push_str(&format!(
+                    "enclosure {} ({})\n",
+                    text(e, "url"),
+                    text(e, "type")
+                ));
             }
             for field in ["summary", "content"] {
                 if let Some(t) = i[field].as_str() {
@@ -65,7 +74,10 @@ fn as_text(v: &Value) -> String {
             }
         }
     }
-    s.push_str(&format!("\n{} items; left out: {}\n", v["total_items"], v["truncation"]));
+    s.push_str(&format!(
+        "\n{} items; left out: {}\n",
+        v["total_items"], v["truncation"]
+    ));
     s
 }
 

@@ -39,6 +39,12 @@ pub(crate) enum RobotsRead {
     Rules(Arc<Robots>),
     /// Could not be read: every page of the host is disallowed for now, because of this.
     Unavailable(String),
+    /// Its address is one the client refuses (a private network): so is every page of the
+    /// host, with that refusal (`INVALID_URL`), never a robots verdict.
+    Refused {
+        /// Which address, and what kind.
+        reason: String,
+    },
 }
 
 /// One origin's robots.txt as this process read it, and how old it is.
@@ -178,6 +184,10 @@ impl<'a> RobotsGuard<'a> {
                 Some(rule) => Err(disallow(Some(rule.clone()), rule)),
             },
             RobotsRead::Unavailable(why) => Err(disallow(None, why)),
+            RobotsRead::Refused { reason, .. } => Err(Error::PrivateNetwork {
+                input: page.to_string(),
+                reason,
+            }),
         }
     }
 
@@ -185,7 +195,10 @@ impl<'a> RobotsGuard<'a> {
     fn known(&self, origin: &str) -> Option<Known> {
         let memo = self.ctx.robots.lock().unwrap_or_else(|e| e.into_inner());
         let k = memo.get(origin)?;
-        let failed = matches!(k.read, RobotsRead::Unavailable(_));
+        let failed = matches!(
+            k.read,
+            RobotsRead::Unavailable(_) | RobotsRead::Refused { .. }
+        );
         let now = now_ms();
         let ok = if k.read_at >= self.since {
             // Read by this call: used for the rest of it (a failure only for its hold).
@@ -269,14 +282,17 @@ impl<'a> RobotsGuard<'a> {
                         (None, now, fresh_until(now, None, cap))
                     }
                     Got::Failed(e) => {
-                        let why = format!(
-                            "its robots.txt could not be read ({}): {e}",
-                            e.code().as_str()
-                        );
+                        let read = match e {
+                            Error::PrivateNetwork { reason, .. } => RobotsRead::Refused { reason },
+                            e => RobotsRead::Unavailable(format!(
+                                "its robots.txt could not be read ({}): {e}",
+                                e.code().as_str()
+                            )),
+                        };
                         let now = now_ms();
                         let hold = u64::try_from(ROBOTS_FAILURE_HOLD.as_millis()).unwrap_or(0);
                         return Known {
-                            read: RobotsRead::Unavailable(why),
+                            read,
                             received_ms: now,
                             fresh_until_ms: now.saturating_add(hold),
                             read_at,

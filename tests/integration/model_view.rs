@@ -700,6 +700,10 @@ async fn a_refused_address_is_invalid_url_even_for_an_article() {
     let err = error_object(&call(&s, "fetch_article", json!({"url": srv.url("/page/0")})).await);
     assert_eq!(err["code"], "INVALID_URL", "{err}");
     assert_eq!(err["details"]["private_network"], true);
+    // By name too: the refusal met reading its robots.txt is the page's answer.
+    let by_name = format!("http://localhost:{}/page/0", srv.addr.port());
+    let err = error_object(&call(&s, "fetch_article", json!({"url": by_name})).await);
+    assert_eq!(err["code"], "INVALID_URL", "{err}");
     assert_eq!(srv.count(), 0);
     let started = std::time::Instant::now();
     let err = error_object(&call(&s, "fetch_feed", json!({"url": srv.url("/feed")})).await);
