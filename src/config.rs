@@ -49,6 +49,8 @@ pub const ENV_MAX_COOLDOWN: &str = "RSS_MAX_COOLDOWN_SECS";
 pub const ENV_MAX_GATE_WAIT: &str = "RSS_MAX_GATE_WAIT_SECS";
 /// Environment variable: the cache directory.
 pub const ENV_CACHE_DIR: &str = "RSS_CACHE_DIR";
+/// Environment variable: the state directory (readers' delivery marks).
+pub const ENV_STATE_DIR: &str = "RSS_STATE_DIR";
 /// Environment variable: `off` keeps host state inside the process.
 pub const ENV_HOST_STATE: &str = "RSS_HOST_STATE";
 /// Environment variable: the cap on the cache's bytes on disk (0: no cap).
@@ -136,6 +138,8 @@ pub struct Overrides {
     pub concurrency: Option<usize>,
     /// `--cache-dir`.
     pub cache_dir: Option<PathBuf>,
+    /// `--state-dir`.
+    pub state_dir: Option<PathBuf>,
     /// `--no-host-state`.
     pub no_host_state: bool,
     /// `--gate-store URL`.
@@ -177,6 +181,8 @@ pub struct Config {
     pub concurrency: usize,
     /// Where the cache lives, if anywhere.
     pub cache_dir: Option<PathBuf>,
+    /// Where state that must outlive the cache lives (readers' delivery marks), if anywhere.
+    pub state_dir: Option<PathBuf>,
     /// Where learned host state is kept.
     pub host_state: HostStateSetting,
     /// The cap on the cache's bytes on disk (0: no cap).
@@ -215,6 +221,7 @@ impl Default for Config {
             user_agent: DEFAULT_USER_AGENT.to_owned(),
             concurrency: DEFAULT_CONCURRENCY,
             cache_dir: default_cache_dir(),
+            state_dir: default_state_dir(),
             host_state: HostStateSetting::default(),
             cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
             file_access: FileAccess::default(),
@@ -506,6 +513,11 @@ impl Config {
                 ))
             })?;
         }
+        if let Some(dir) = overrides.state_dir {
+            config.state_dir = Some(dir);
+        } else if let Some(dir) = env(ENV_STATE_DIR).filter(|d| !d.is_empty()) {
+            config.state_dir = Some(PathBuf::from(dir));
+        }
         if let Some(dir) = overrides.cache_dir {
             config.cache_dir = Some(dir);
         } else if let Some(dir) = env(ENV_CACHE_DIR).filter(|d| !d.is_empty()) {
@@ -571,6 +583,16 @@ fn env_number(env: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Optio
 
 fn default_cache_dir() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "rss").map(|dirs| dirs.cache_dir().to_path_buf())
+}
+
+/// `$XDG_STATE_HOME/rss` (`~/.local/state/rss`); where the OS has no state directory, its
+/// local data directory.
+fn default_state_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "rss").map(|dirs| {
+        dirs.state_dir()
+            .unwrap_or_else(|| dirs.data_local_dir())
+            .to_path_buf()
+    })
 }
 
 /// The gate's tunables.

@@ -8,6 +8,7 @@
 //! - `redact`   — what is never printed: secrets, and the passwords of URLs
 //! - `gate`     — the per-host request gate: permits, pacing, learned cooldowns
 //! - `hosts`    — learned host state shared beyond the process (file and Redis stores)
+//! - `readers`  — readers' delivery marks, moved only by an acknowledgement
 //! - `http`     — the shared client: gated conditional GETs within size and time limits
 //! - `schedule` — running a batch: per-host queues, no head-of-line blocking
 //! - `cache`    — the atomic file cache, its listing and clearing
@@ -52,6 +53,7 @@ pub mod model;
 pub mod ops;
 pub(crate) mod output;
 pub(crate) mod payload;
+pub(crate) mod readers;
 pub mod redact;
 pub(crate) mod schedule;
 pub mod settings;

@@ -30,6 +30,10 @@ pub(super) struct GlobalArgs {
     /// Cache directory (default: the OS cache dir; env RSS_CACHE_DIR).
     #[arg(long, global = true, value_name = "DIR")]
     pub(super) cache_dir: Option<PathBuf>,
+    /// State directory: readers' delivery marks, which a cache clear never touches
+    /// (default: $XDG_STATE_HOME/rss; env RSS_STATE_DIR).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(super) state_dir: Option<PathBuf>,
     /// Print nothing on stderr but errors; no progress bar.
     #[arg(short, long, global = true)]
     pub(super) quiet: bool,
@@ -151,6 +155,7 @@ pub(super) enum Command {
     #[command(after_help = "Examples:
   rss fetch https://blog.rust-lang.org/feed.xml
   rss fetch --input feeds.txt --since 1d --limit 5 --format text
+  rss fetch --reader digest --unseen --since 7d --input feeds.txt --format text
   rss fetch --opml subscriptions.opml --format ndjson > items.ndjson
   rss fetch --articles --limit 3 https://blog.rust-lang.org/feed.xml")]
     Fetch(FetchArgs),
@@ -190,6 +195,24 @@ pub(super) enum Command {
     Cache {
         #[command(subcommand)]
         action: CacheAction,
+    },
+    /// Acknowledge deliveries: record their items as seen for their reader.
+    #[command(after_help = "Examples:
+  rss fetch --reader digest --unseen --input feeds.txt > new.json
+  rss ack \"$(jq -r .delivery.token new.json)\"")]
+    Ack {
+        /// The `delivery.token` of each output whose items are handled.
+        #[arg(required = true, value_name = "TOKEN")]
+        tokens: Vec<String>,
+    },
+    /// List readers and their delivery marks, or forget them.
+    #[command(after_help = "Examples:
+  rss readers
+  rss readers forget digest
+  rss readers forget digest https://blog.rust-lang.org/feed.xml")]
+    Readers {
+        #[command(subcommand)]
+        action: Option<ReadersAction>,
     },
     /// Show what the gate has learned about each host (shared by every rss process), or
     /// forget it.
@@ -284,6 +307,20 @@ pub(super) enum HostsFormat {
     Table,
     /// The JSON document (`rss schema --command hosts`).
     Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum ReadersAction {
+    /// Forget NAME's marks in FEED, or everything of NAME (its pending deliveries too).
+    Forget {
+        /// The reader.
+        name: String,
+        /// The feed, as it was fetched; every feed when absent.
+        feed: Option<String>,
+        /// The reader's scope as `rss readers` lists it (an MCP HTTP client's reader).
+        #[arg(long, value_name = "SCOPE")]
+        scope: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -390,6 +427,14 @@ pub(super) struct FetchArgs {
     /// With --articles: honour each page host's robots.txt.
     #[arg(long)]
     pub(super) respect_robots: bool,
+    /// Deliver the items to reader NAME: the output carries a delivery token that `rss ack`
+    /// turns into marks (1-64 characters of A-Za-z0-9._-).
+    #[arg(long, value_name = "NAME")]
+    pub(super) reader: Option<String>,
+    /// With --reader: only items the reader has not acknowledged (after --since and
+    /// --query, before --limit).
+    #[arg(long, requires = "reader")]
+    pub(super) unseen: bool,
 }
 
 #[derive(Debug, Args)]

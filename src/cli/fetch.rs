@@ -47,16 +47,24 @@ fn cache_request(cache: &CacheArgs) -> Result<FetchRequest> {
 }
 
 /// Validated fetch parameters, built from the arguments before any I/O.
-fn fetch_options(args: &FetchArgs, robots_by_default: bool) -> Result<FetchOptions> {
+fn fetch_options(
+    args: &FetchArgs,
+    robots_by_default: bool,
+) -> Result<(FetchOptions, Option<ops::ReaderRequest>)> {
     if args.ndjson_records && args.format != Format::Ndjson {
         return Err(Error::usage("--ndjson-records needs --format ndjson"));
+    }
+    if args.reader.is_some() && args.format == Format::Ndjson && !args.ndjson_records {
+        return Err(Error::usage(
+            "--reader with --format ndjson needs --ndjson-records: the delivery token is in the summary record",
+        ));
     }
     if args.respect_robots && !args.articles {
         return Err(Error::usage(
             "--respect-robots applies to the pages --articles reads; give --articles too",
         ));
     }
-    FetchRequest {
+    let request = FetchRequest {
         since: args.since.clone(),
         limit: args.limit,
         query: args.query.clone(),
@@ -65,9 +73,45 @@ fn fetch_options(args: &FetchArgs, robots_by_default: bool) -> Result<FetchOptio
         max_content_chars: args.max_content_chars,
         articles: args.articles,
         respect_robots: args.respect_robots || robots_by_default,
+        reader: args.reader.clone(),
+        unseen: args.unseen,
         ..cache_request(&args.cache)?
+    };
+    Ok((request.options()?, request.reader_request(None)?))
+}
+
+/// The `rss ack` command a person runs next, with the flags that chose this run's store.
+pub(super) struct AckCommand(String);
+
+impl AckCommand {
+    /// The command's start for a run with global flags `g`.
+    pub(super) fn of(g: &super::args::GlobalArgs) -> AckCommand {
+        let mut cmd = String::from("rss");
+        let quote = |s: &str| {
+            if s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"/._-:+=@".contains(&b))
+            {
+                s.to_owned()
+            } else {
+                format!("'{}'", s.replace('\'', "'\\''"))
+            }
+        };
+        if let Some(dir) = &g.state_dir {
+            cmd.push_str(&format!(
+                " --state-dir {}",
+                quote(&dir.display().to_string())
+            ));
+        }
+        if let Some(store) = &g.gate_store {
+            cmd.push_str(&format!(" --gate-store {}", quote(store)));
+        }
+        AckCommand(cmd)
     }
-    .options()
+
+    /// The whole command for `token`.
+    fn with(&self, token: &str) -> String {
+        format!("{} ack {token}", self.0)
+    }
 }
 
 /// Validated article parameters.
@@ -178,8 +222,9 @@ pub(super) async fn fetch(
     quiet: bool,
     color: bool,
     pretty: bool,
+    again: AckCommand,
 ) -> Result<u8> {
-    let opts = fetch_options(&args, config.respect_robots)?;
+    let (opts, reader) = fetch_options(&args, config.respect_robots)?;
     let limits = config.read_limits();
     let inputs = gather_inputs(&args.urls, &args.input, &args.opml, limits, "feeds").await?;
     let ctx = Context::with_settings(config, settings);
@@ -187,23 +232,54 @@ pub(super) async fn fetch(
     let entered = bar.show.then(|| bar.span.enter());
     let gate = ctx.client.gate();
     let progress = |done: usize, _total: usize| bar.tick(done, gate);
-    let mut out = ops::fetch_feeds(&ctx, inputs, &opts, &progress).await;
+    let run = match &reader {
+        Some(r) => ops::fetch_unseen(&ctx, inputs, &opts, r, &progress).await,
+        None => Ok(ops::fetch_feeds(&ctx, inputs, &opts, &progress).await),
+    };
     // The bar goes away with its span, before anything is printed.
     drop(entered);
     drop(bar);
+    let mut out = run?;
+    let ack = out
+        .delivery
+        .as_ref()
+        .and_then(|d| d.token.as_deref())
+        .map(|t| again.with(t));
     let failed = out
         .feeds
         .iter()
         .filter(|f| f.status == FeedStatus::Error)
         .count();
     let code = batch_code(failed, out.feeds.len());
+    let text = args.format == Format::Text;
     if args.format != Format::Text {
         output::hint::advise_fetch(&mut out);
     }
     let code = emit_code(
-        |w| output::write_fetch(w, &mut out, args.format, args.ndjson_records, pretty, color),
+        |w| {
+            output::write_fetch(w, &mut out, args.format, args.ndjson_records, pretty, color)?;
+            match (&ack, &out.delivery) {
+                (Some(cmd), Some(d)) if text => writeln!(
+                    w,
+                    "\nWhen these {} items are handled, acknowledge them:\n  {cmd}",
+                    d.items
+                ),
+                (None, Some(d)) if text => {
+                    writeln!(w, "\nNothing new for reader {}.", d.reader)
+                }
+                _ => Ok(()),
+            }
+        },
         code,
     );
+    // A person at a terminal reading JSON is told the same on stderr (stdout is data).
+    if let Some(cmd) = &ack
+        && !text
+        && !quiet
+        && std::io::stderr().is_terminal()
+    {
+        eprintln!("rss: acknowledge these items with: {cmd}");
+    }
     // The process ends next: freeing every item one by one (~15 ms for 10,000) would only
     // delay the exit.
     std::mem::forget(out);

@@ -22,7 +22,9 @@ use crate::mcp::http::{HttpOptions, Token};
 use crate::ops::{self, Context, ShowOptions};
 use crate::output::{self, SchemaKind};
 use crate::settings::Settings;
-use args::{CacheAction, Cli, Command, ConfigAction, ErrorFormat, GlobalArgs, HostsAction};
+use args::{
+    CacheAction, Cli, Command, ConfigAction, ErrorFormat, GlobalArgs, HostsAction, ReadersAction,
+};
 
 /// Runs the CLI and returns the process exit code; the only place errors become codes.
 pub fn main() -> std::process::ExitCode {
@@ -194,6 +196,7 @@ fn overrides(g: &GlobalArgs) -> Result<Overrides> {
         user_agent: g.user_agent.clone(),
         concurrency: g.concurrency,
         cache_dir: g.cache_dir.clone(),
+        state_dir: g.state_dir.clone(),
         no_host_state: g.no_host_state,
         gate_store: g.gate_store.clone(),
         cache_max_bytes: g.cache_max_bytes,
@@ -225,9 +228,10 @@ async fn run(cli: Cli, config: Config, settings: Settings) -> Result<u8> {
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         && std::io::stdout().is_terminal();
     let pretty = std::io::stdout().is_terminal();
+    let again = fetch::AckCommand::of(&g);
     match cli.command {
         Command::Fetch(args) => {
-            fetch::fetch(args, (config, settings), g.quiet, color, pretty).await
+            fetch::fetch(args, (config, settings), g.quiet, color, pretty, again).await
         }
         Command::Article(args) => {
             fetch::article(args, (config, settings), g.quiet, color, pretty).await
@@ -299,6 +303,28 @@ async fn run(cli: Cli, config: Config, settings: Settings) -> Result<u8> {
                 }
             }
         }
+        Command::Ack { tokens } => {
+            let ctx = Context::with_settings(config, settings);
+            let out = ops::ack(&ctx, &tokens, ops::Caller::Operator).await?;
+            emit(|w| output::write_json(w, &out, false))
+        }
+        Command::Readers { action } => {
+            let ctx = Context::with_settings(config, settings);
+            match action {
+                None => {
+                    let out = ops::readers_list(&ctx).await?;
+                    emit(|w| output::write_json(w, &out, pretty))
+                }
+                Some(ReadersAction::Forget { name, feed, scope }) => {
+                    let scope = scope.as_deref().map(ops::Scope::parse).transpose()?;
+                    let reader = ops::ReaderId::new(&name, scope)?;
+                    // The feed as a fetch names it (a URL in its normal form).
+                    let feed = feed.map(|f| error::echo(&crate::inputs::classify(&f).feed_url));
+                    let out = ops::readers_forget(&ctx, &reader, feed.as_deref()).await?;
+                    emit(|w| output::write_json(w, &out, false))
+                }
+            }
+        }
         Command::Hosts { action, format } => {
             let ctx = Context::with_settings(config, settings);
             match action {
@@ -355,7 +381,7 @@ fn http_options(addr: std::net::SocketAddr, args: &args::McpArgs) -> Result<Http
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| Error::io("cannot read the token file", path, e))?;
-            Some(Token::new(&text)?)
+            Some(Token::from_lines(&text)?)
         }
         None => crate::config::mcp_token_from_env()
             .map(|t| Token::new(&t))

@@ -238,6 +238,17 @@ pub enum Error {
     /// The shared host-state store failed (`rss hosts`).
     #[error("host state: {0}")]
     HostStore(#[source] StoreError),
+    /// The store of readers' delivery marks failed.
+    #[error("reader state: {0}")]
+    ReaderStore(#[source] StoreError),
+    /// A delivery token was refused: nothing was recorded.
+    #[error("{message}")]
+    TokenRefused {
+        /// Why, in one word: `not_a_token`, `altered`, `expired`, `unknown`, `other_client`.
+        reason: &'static str,
+        /// What happened and what to do.
+        message: String,
+    },
     /// A signal stopped the run.
     #[error("stopped by {signal} before the run finished")]
     Interrupted {
@@ -359,7 +370,9 @@ impl Error {
     /// The stable code of this error.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Error::Usage { .. } | Error::ConfigFile { .. } => ErrorCode::Usage,
+            Error::Usage { .. } | Error::ConfigFile { .. } | Error::TokenRefused { .. } => {
+                ErrorCode::Usage
+            }
             Error::AuthRequired { .. } => ErrorCode::AuthRequired,
             Error::Blocked { .. } => ErrorCode::Blocked,
             Error::InvalidUrl { .. } | Error::PrivateNetwork { .. } => ErrorCode::InvalidUrl,
@@ -370,7 +383,10 @@ impl Error {
             Error::RateLimited { .. } => ErrorCode::RateLimited,
             Error::Parse { .. } | Error::HtmlPage { .. } => ErrorCode::FeedParseFailed,
             Error::TooLarge { .. } | Error::OverBudget { .. } => ErrorCode::ResponseTooLarge,
-            Error::Io { .. } | Error::Listen { .. } | Error::HostStore(_) => ErrorCode::Io,
+            Error::Io { .. }
+            | Error::Listen { .. }
+            | Error::HostStore(_)
+            | Error::ReaderStore(_) => ErrorCode::Io,
             Error::NotFound { .. } => ErrorCode::NotFound,
             Error::NotAnArticle { .. } => ErrorCode::NotAnArticle,
             Error::UnsupportedContent { .. } => ErrorCode::UnsupportedContent,
@@ -470,7 +486,9 @@ impl Error {
             | Error::Parse { .. }
             | Error::Internal { .. }
             | Error::ClientSetup(_)
-            | Error::HostStore(_) => json!({}),
+            | Error::HostStore(_)
+            | Error::ReaderStore(_) => json!({}),
+            Error::TokenRefused { reason, .. } => json!({ "reason": reason }),
             Error::Interrupted { signal } => json!({ "signal": signal }),
         };
         match value {

@@ -27,6 +27,13 @@ pub struct Built {
     pub omitted_by_query: usize,
     /// Items whose content was cut.
     pub content_truncated: usize,
+    /// Items left out as already seen by the reader (`--unseen`).
+    pub omitted_as_seen: usize,
+    /// With a reader's view (`Selection::seen`): the id of every item of the document, in
+    /// feed order; empty otherwise.
+    pub present: Vec<String>,
+    /// With a reader's view: the ids left out as seen, in feed order.
+    pub seen: Vec<String>,
 }
 
 /// A feed parsed, selected and rendered: everything a fetch reports about its body.
@@ -97,6 +104,7 @@ fn eager(
 ) -> Result<(RawFeed, Built)> {
     let done: Mutex<Vec<Ranked>> = Mutex::new(Vec::new());
     let (mut omitted_by_since, mut omitted_by_query) = (0usize, 0usize);
+    let (mut present, mut seen) = (Vec::new(), Vec::new());
     let parsed = rayon::scope(|scope| {
         let mut batch: Vec<(usize, RawItem, String, IdSource)> = Vec::with_capacity(BATCH);
         let mut index = 0usize;
@@ -119,12 +127,21 @@ fn eager(
         let result = parse_into(body, content_type, doc_url, &mut |item| {
             let i = index;
             index += 1;
+            // A reader's view needs every id of the document, selected or not.
+            let early = selection.seen.as_ref().map(|_| {
+                let (id, source) = ids::for_item(feed_url, &item, i);
+                present.push(id.clone());
+                (id, source)
+            });
             match selection.judge(&item) {
                 select::Verdict::Keep => {}
                 select::Verdict::Since => return omitted_by_since += 1,
                 select::Verdict::Query => return omitted_by_query += 1,
             }
-            let (id, source) = ids::for_item(feed_url, &item, i);
+            let (id, source) = early.unwrap_or_else(|| ids::for_item(feed_url, &item, i));
+            if selection.seen.as_ref().is_some_and(|s| s.hides(&id)) {
+                return seen.push(id);
+            }
             batch.push((i, item, id, source));
             if batch.len() == BATCH {
                 flush(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
@@ -143,6 +160,9 @@ fn eager(
         .map(|(_, _, item, fell_back)| (item, fell_back));
     let mut built = finish(rendered, 0, omitted_by_since);
     built.omitted_by_query = omitted_by_query;
+    built.omitted_as_seen = seen.len();
+    built.present = present;
+    built.seen = seen;
     Ok((raw, built))
 }
 
@@ -161,6 +181,10 @@ pub(crate) fn build(
             (item, id, source)
         })
         .collect();
+    let present = match selection.seen {
+        Some(_) => identified.iter().map(|(_, id, _)| id.clone()).collect(),
+        None => Vec::new(),
+    };
     let selected = select::apply(identified, selection);
     let rendered = content::render_all(selected.items, render);
     let mut built = finish(
@@ -169,6 +193,9 @@ pub(crate) fn build(
         selected.omitted_by_since,
     );
     built.omitted_by_query = selected.omitted_by_query;
+    built.omitted_as_seen = selected.seen.len();
+    built.present = present;
+    built.seen = selected.seen;
     built
 }
 
@@ -241,5 +268,6 @@ pub(crate) fn add_truncation(t: &mut Truncation, built: &Built) {
     t.items_omitted_by_limit += built.omitted_by_limit;
     t.items_omitted_by_since += built.omitted_by_since;
     t.items_omitted_by_query += built.omitted_by_query;
+    t.items_omitted_as_seen += built.omitted_as_seen;
     t.items_content_truncated += built.content_truncated;
 }

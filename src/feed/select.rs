@@ -2,6 +2,8 @@
 //! decided here for both the streaming and the collecting pipeline.
 
 use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration as ChronoDuration, NaiveDate, Utc};
 
@@ -21,6 +23,29 @@ pub struct Selection {
     pub limit: Option<usize>,
     /// Keep only items that match (applied after `since`, before `limit`).
     pub query: Option<Query>,
+    /// A reader's view of this feed (`--reader`): the ids it has acknowledged, left out
+    /// after `query` and before `limit` when `--unseen` asks for that; with a view, every
+    /// id of the document is reported too (`Built::present`).
+    pub seen: Option<Seen>,
+}
+
+/// The ids a reader has acknowledged in one feed, and whether to leave them out.
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    ids: Arc<HashSet<String>>,
+    hide: bool,
+}
+
+impl Seen {
+    /// `ids` as seen; left out of the selection when `hide`.
+    pub fn new(ids: Arc<HashSet<String>>, hide: bool) -> Seen {
+        Seen { ids, hide }
+    }
+
+    /// Whether the item `id` is left out as seen.
+    pub(super) fn hides(&self, id: &str) -> bool {
+        self.hide && self.ids.contains(id)
+    }
 }
 
 /// What selection says of one item before ordering and `limit`.
@@ -102,15 +127,21 @@ pub(super) struct Selected {
     pub omitted_by_since: usize,
     pub omitted_by_query: usize,
     pub omitted_by_limit: usize,
+    /// The ids left out as seen, in feed order.
+    pub seen: Vec<String>,
 }
 
-/// Judges each item ([`Selection::judge`]), orders the rest ([`newest_first`]) and
-/// keeps the first `limit`.
+/// Judges each item ([`Selection::judge`]), leaves out the seen ones, orders the rest
+/// ([`newest_first`]) and keeps the first `limit`.
 pub(super) fn apply(items: Vec<(RawItem, String, IdSource)>, sel: &Selection) -> Selected {
     let (mut omitted_by_since, mut omitted_by_query) = (0, 0);
+    let mut seen = Vec::new();
     let mut kept: Vec<(usize, (RawItem, String, IdSource))> = Vec::with_capacity(items.len());
     for (i, entry) in items.into_iter().enumerate() {
         match sel.judge(&entry.0) {
+            Verdict::Keep if sel.seen.as_ref().is_some_and(|s| s.hides(&entry.1)) => {
+                seen.push(entry.1)
+            }
             Verdict::Keep => kept.push((i, entry)),
             Verdict::Since => omitted_by_since += 1,
             Verdict::Query => omitted_by_query += 1,
@@ -130,6 +161,7 @@ pub(super) fn apply(items: Vec<(RawItem, String, IdSource)>, sel: &Selection) ->
         omitted_by_since,
         omitted_by_query,
         omitted_by_limit,
+        seen,
     }
 }
 
@@ -218,7 +250,7 @@ mod tests {
         let sel = Selection {
             since: Some(parse_since("7d", now()).unwrap()),
             limit: Some(2),
-            query: None,
+            ..Selection::default()
         };
         let s = apply(items, &sel);
         let order: Vec<_> = s.items.iter().map(|(_, id, _)| id.as_str()).collect();

@@ -12,6 +12,7 @@
 
 mod fallback;
 pub(crate) mod file;
+pub(crate) mod records;
 mod redis;
 mod stored;
 

@@ -90,6 +90,14 @@ pub fn fetch_summary(out: &FetchOutput, feeds_asked: usize) -> String {
             counted(t.items_on_later_pages, "more item")
         ));
     }
+    match &out.delivery {
+        Some(d) if d.token.is_some() => s.push_str(&format!(
+            " Delivered to reader {:?}: once handled, call ack_delivery with delivery_token.",
+            d.reader
+        )),
+        Some(d) => s.push_str(&format!(" Nothing new for reader {:?}.", d.reader)),
+        None => {}
+    }
     s
 }
 

@@ -94,6 +94,21 @@ pub struct FetchFeedArgs {
     #[serde(default, deserialize_with = "lenient_u64")]
     #[schemars(with = "Option<u64>")]
     pub timeout_seconds: Option<u64>,
+    /// Who reads these items (1-64 of A-Za-z0-9._-, e.g. `digest`): the result carries a
+    /// `delivery_token` for ack_delivery.
+    #[serde(default)]
+    pub reader: Option<String>,
+    /// With `reader`: only items it has not acknowledged. Reading marks nothing.
+    #[serde(default)]
+    pub unseen: Option<bool>,
+}
+
+/// Arguments of `ack_delivery`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AckDeliveryArgs {
+    /// The `delivery_token` of a fetch_feed result whose items are handled.
+    pub delivery_token: String,
 }
 
 /// Arguments of `fetch_article`.
@@ -200,6 +215,8 @@ pub enum SchemaTool {
     DiscoverFeeds,
     /// `get_item`.
     GetItem,
+    /// `ack_delivery`.
+    AckDelivery,
 }
 
 /// Arguments of `get_schema`.
@@ -261,6 +278,12 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("name", &["tool"]),
     ("command", &["tool"]),
     ("schema", &["tool"]),
+    ("token", &["delivery_token"]),
+    ("ack_token", &["delivery_token"]),
+    ("seen", &["unseen"]),
+    ("new_only", &["unseen"]),
+    ("only_new", &["unseen"]),
+    ("reader_name", &["reader"]),
 ];
 
 /// The argument of `known` that `name` most likely means: a known synonym, else the most

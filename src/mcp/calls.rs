@@ -100,10 +100,13 @@ impl Server {
             articles,
             // Pages read for a model honour robots.txt.
             respect_robots: true,
+            reader: a.reader,
+            unseen: a.unseen.unwrap_or(false),
             ..FetchRequest::default()
         }
         .with_policy(a.cache_policy.unwrap_or_default());
         let mut opts = request.options()?;
+        let reader = request.reader_request(super::reader_scope(context))?;
         let fingerprint = ops::pages::fingerprint(&urls, &request);
         let start = match &a.cursor {
             None => ops::pages::Start::default(),
@@ -116,6 +119,9 @@ impl Server {
         let since = opts.selection.since;
         let mut inputs = inputs::merge(urls);
         let asked = inputs.len();
+        if let Some(r) = &reader {
+            opts.unseen = Some(ops::open_view(&self.ctx, r, &inputs, start.walk()).await?);
+        }
         ops::pages::hold_back(&mut inputs, &start);
         let (tracker, on_progress) = progress::track(&inputs);
         let fetch = ops::fetch_feeds(&self.ctx, inputs, &opts, &on_progress);
@@ -125,7 +131,7 @@ impl Server {
             .flatten();
         let overhead =
             estimate_tokens(&answer::fetch_summary(&out, asked)) + answer::SUMMARY_TOKENS;
-        let out = match ops::pages::page(
+        let mut out = match ops::pages::page(
             &self.ctx.cursor_key,
             out,
             start,
@@ -137,20 +143,27 @@ impl Server {
             Ok(out) => out,
             Err(e) => return Ok(self.error(&e, single_url.as_deref())),
         };
+        if let Some(view) = &opts.unseen {
+            ops::deliver(&self.ctx, view, &mut out).await?;
+        }
         let failed =
             !out.feeds.is_empty() && out.feeds.iter().all(|f| f.status == FeedStatus::Error);
-        Ok(answer::result(
-            answer::fetch_summary(
-                &out,
-                if a.cursor.is_some() {
-                    out.feeds.len()
-                } else {
-                    asked
-                },
-            ),
+        let summary = answer::fetch_summary(
             &out,
-            failed,
-        ))
+            if a.cursor.is_some() {
+                out.feeds.len()
+            } else {
+                asked
+            },
+        );
+        // The delivery's token beside the result, as ack_delivery takes it.
+        let mut value =
+            serde_json::to_value(&out).map_err(|e| Error::internal_from("serializing", e))?;
+        let token = out.delivery.as_ref().and_then(|d| d.token.clone());
+        if let serde_json::Value::Object(map) = &mut value {
+            map.insert(tools::DELIVERY_TOKEN.to_owned(), serde_json::Value::from(token));
+        }
+        Ok(answer::result(summary, &value, failed))
     }
 
     pub(super) async fn fetch_article(
@@ -315,6 +328,30 @@ impl Server {
         Ok(answer::result(summary, &out, false))
     }
 
+    pub(super) async fn ack_delivery(
+        &self,
+        args: serde_json::Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult> {
+        let a: args::AckDeliveryArgs = args::parse("ack_delivery", args)?;
+        let scope = super::reader_scope(context);
+        let out = ops::ack(
+            &self.ctx,
+            &[a.delivery_token],
+            ops::Caller::Client(scope.as_ref()),
+        )
+        .await?;
+        Ok(answer::result(
+            format!(
+                "{} recorded as seen; {} already were.",
+                crate::text::counted(out.acknowledged, "item"),
+                out.already_acknowledged
+            ),
+            &out,
+            false,
+        ))
+    }
+
     pub(super) fn get_schema(&self, args: serde_json::Value) -> Result<CallToolResult> {
         let a: args::GetSchemaArgs = args::parse("get_schema", args)?;
         let (kind, name) = match a.tool {
@@ -322,6 +359,7 @@ impl Server {
             SchemaTool::FetchArticle => (SchemaKind::Article, "fetch_article"),
             SchemaTool::DiscoverFeeds => (SchemaKind::Discover, "discover_feeds"),
             SchemaTool::GetItem => (SchemaKind::Show, "get_item"),
+            SchemaTool::AckDelivery => (SchemaKind::Ack, "ack_delivery"),
         };
         let mut schema = crate::output::schema(kind);
         crate::output::compact::optional_fields(&mut schema, true);

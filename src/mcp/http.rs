@@ -55,9 +55,15 @@ pub struct HttpOptions {
     pub session_idle: Duration,
 }
 
-/// A secret bearer token: kept as its digest, never printed.
+/// The secret bearer tokens a server accepts (one per client, each client's readers its
+/// own): kept as their digests, never printed.
 #[derive(Clone)]
-pub struct Token([u8; 32]);
+pub struct Token(Vec<[u8; 32]>);
+
+/// The readers' scope of the bearer token a request carried (`crate::ops::Scope`), put in
+/// the request's extensions for the tools.
+#[derive(Debug, Clone)]
+pub(crate) struct ReaderScope(pub(crate) crate::ops::Scope);
 
 impl Token {
     /// The token `secret` (surrounding whitespace, such as a file's final newline, is not
@@ -67,14 +73,36 @@ impl Token {
         if secret.is_empty() {
             return Err(Error::usage("the MCP token is empty"));
         }
-        Ok(Token(Sha256::digest(secret.as_bytes()).into()))
+        Ok(Token(vec![Sha256::digest(secret.as_bytes()).into()]))
     }
 
-    /// Whether `candidate` is this token, in time independent of where they differ (both
-    /// sides are compared as fixed-size digests).
-    fn matches(&self, candidate: &[u8]) -> bool {
+    /// The tokens of a `--token-file`: one a line, blank lines and `#` comments skipped;
+    /// none is a usage error.
+    pub fn from_lines(text: &str) -> Result<Token> {
+        let digests: Vec<[u8; 32]> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| Sha256::digest(l.as_bytes()).into())
+            .collect();
+        if digests.is_empty() {
+            return Err(Error::usage("the token file holds no token"));
+        }
+        Ok(Token(digests))
+    }
+
+    /// The readers' scope of the token `candidate` is, if it is one, in time independent
+    /// of which it is and where they differ (every token is compared, as fixed-size
+    /// digests).
+    fn matches(&self, candidate: &[u8]) -> Option<crate::ops::Scope> {
         let digest: [u8; 32] = Sha256::digest(candidate).into();
-        self.0.ct_eq(&digest).into()
+        let mut found = None;
+        for known in &self.0 {
+            if bool::from(known.ct_eq(&digest)) {
+                found = Some(crate::ops::Scope::of_token_digest(known));
+            }
+        }
+        found
     }
 }
 
@@ -223,14 +251,18 @@ pub async fn serve(
 }
 
 /// Token, then the session cap; everything else is rmcp's (Host, Origin, body size).
-async fn check_request(State(guard): State<Guard>, req: Request, next: Next) -> Response {
+async fn check_request(State(guard): State<Guard>, mut req: Request, next: Next) -> Response {
     if let Some(token) = &guard.token {
         let given = req
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| bearer(v.as_bytes()));
-        if !given.is_some_and(|t| token.matches(t)) {
-            return refuse(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+        match given.and_then(|t| token.matches(t)) {
+            // Readers are named within the token's scope: one client never meets another's.
+            Some(scope) => {
+                req.extensions_mut().insert(ReaderScope(scope));
+            }
+            None => return refuse(StatusCode::UNAUTHORIZED, "a valid bearer token is required"),
         }
     }
     let opens_session =
@@ -393,12 +425,26 @@ mod tests {
     #[test]
     fn tokens_match_exactly_and_never_print() {
         let t = Token::new("s3cret\n").unwrap();
-        assert!(t.matches(b"s3cret"));
-        assert!(!t.matches(b"s3cre"));
-        assert!(!t.matches(b"s3cret2"));
-        assert!(!t.matches(b""));
+        assert!(t.matches(b"s3cret").is_some());
+        assert!(t.matches(b"s3cre").is_none());
+        assert!(t.matches(b"s3cret2").is_none());
+        assert!(t.matches(b"").is_none());
         assert!(!format!("{t:?}").contains("s3cret"));
         assert!(Token::new("  \n").is_err());
+    }
+
+    #[test]
+    fn a_token_file_holds_one_token_a_line_each_its_own_scope() {
+        let t = Token::from_lines("# agents\nalpha-token\n\n  beta-token  \n#gamma\n").unwrap();
+        let (a, b) = (t.matches(b"alpha-token"), t.matches(b"beta-token"));
+        assert!(a.is_some() && b.is_some() && a != b);
+        assert!(t.matches(b"# agents").is_none());
+        assert!(t.matches(b"gamma").is_none());
+        assert_eq!(
+            Token::new("alpha-token").unwrap().matches(b"alpha-token"),
+            a
+        );
+        assert!(Token::from_lines("\n# nothing\n").is_err());
     }
 
     #[test]

@@ -84,6 +84,16 @@ pub async fn serve(ctx: Context, shutdown: impl std::future::Future) -> Result<(
     Ok(())
 }
 
+/// The scope readers are named in for this call: its bearer token's, over HTTP with one.
+fn reader_scope(context: &RequestContext<RoleServer>) -> Option<crate::ops::Scope> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()?
+        .extensions
+        .get::<http::ReaderScope>()
+        .map(|s| s.0.clone())
+}
+
 impl Server {
     async fn dispatch(
         &self,
@@ -97,6 +107,7 @@ impl Server {
             Ok(ToolName::DiscoverFeeds) => self.discover_feeds(args).await,
             Ok(ToolName::GetItem) => self.get_item(args).await,
             Ok(ToolName::GetSchema) => self.get_schema(args),
+            Ok(ToolName::AckDelivery) => self.ack_delivery(args, context).await,
             Err(_) => Err(Error::usage(format!("unknown tool {name:?}"))),
         };
         result.unwrap_or_else(|e| self.error(&e, None))

@@ -6,7 +6,9 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde_json::Value;
 
-use super::args::{DiscoverArgs, FetchArticleArgs, FetchFeedArgs, GetItemArgs, GetSchemaArgs};
+use super::args::{
+    AckDeliveryArgs, DiscoverArgs, FetchArticleArgs, FetchFeedArgs, GetItemArgs, GetSchemaArgs,
+};
 use crate::error::ErrorCode;
 use crate::output::{SchemaKind, schema};
 
@@ -116,6 +118,25 @@ fn output_schema(kind: SchemaKind) -> Arc<JsonObject> {
     })
 }
 
+/// `fetch_feed`'s result schema: the fetch output and, beside it, the delivery's token
+/// (`delivery_token`, left out without a `reader`) as ack_delivery takes it.
+fn fetch_output_schema() -> Arc<JsonObject> {
+    let mut map = (*output_schema(SchemaKind::Fetch)).clone();
+    if let Some(Value::Object(props)) = map.get_mut("properties") {
+        props.insert(
+            DELIVERY_TOKEN.to_owned(),
+            serde_json::json!({
+                "description": "With `reader`: the token of this result's items, for ack_delivery.",
+                "type": "string",
+            }),
+        );
+    }
+    Arc::new(map)
+}
+
+/// The field of a `fetch_feed` result that holds its delivery's token.
+pub const DELIVERY_TOKEN: &str = "delivery_token";
+
 /// The server's instructions to agents; every code named comes from the error enum.
 pub fn instructions() -> String {
     let mut s = String::from(
@@ -133,6 +154,9 @@ pub fn instructions() -> String {
          Pacing: a feed that could not be fetched in time is returned with code RATE_LIMITED and \
          details.retry_after_seconds; do not ask for that host again before then — asking earlier \
          only provokes more refusals. Other feeds in the same call are unaffected.\n\
+         What is new since last time: fetch_feed with a `reader` name and `unseen: true`; handle the \
+         items, then ack_delivery with the result's `delivery_token` (reading alone marks nothing: an \
+         item not acknowledged comes again).\n\
          Error codes:\n",
     );
     for code in ErrorCode::all() {
@@ -158,6 +182,8 @@ pub enum ToolName {
     GetItem,
     /// `get_schema`.
     GetSchema,
+    /// `ack_delivery`.
+    AckDelivery,
 }
 
 impl ToolName {
@@ -177,9 +203,10 @@ impl ToolName {
                  10000), taken in turns across feeds, and the rest comes in pages: call again with the same \
                  arguments and `cursor` = `next_cursor`. A failed feed has `error`; RATE_LIMITED gives the \
                  seconds to leave its host alone. `content_format: none` lists cheaply; `articles: true` also \
-                 reads each item's page as its article.",
+                 reads each item's page as its article. With `reader` and `unseen: true`, only items that reader \
+                 has not acknowledged, with a `delivery_token` for ack_delivery.",
                 object_schema::<FetchFeedArgs>(),
-                output_schema(SchemaKind::Fetch),
+                fetch_output_schema(),
                 true,
             ),
             ToolName::FetchArticle => (
@@ -215,7 +242,7 @@ impl ToolName {
             ),
             ToolName::GetSchema => (
                 "Get a result's schema",
-                "The JSON Schema of a tool's result (fetch_feed, fetch_article, discover_feeds or get_item), \
+                "The JSON Schema of a tool's result (fetch_feed, fetch_article, discover_feeds, get_item or ack_delivery), \
                  with every field described.",
                 object_schema::<GetSchemaArgs>(),
                 Arc::new(
@@ -226,13 +253,25 @@ impl ToolName {
                 ),
                 false,
             ),
+            ToolName::AckDelivery => (
+                "Acknowledge a delivery",
+                "Record the items of a fetch_feed result as seen by its reader: pass its `delivery_token` \
+                 once the items are handled. Later fetch_feed calls with that `reader` and `unseen: true` \
+                 leave them out. Answers `acknowledged` and `already_acknowledged` (the same token twice \
+                 records nothing new). A changed, expired or unknown token is USAGE_ERROR and records nothing.",
+                object_schema::<AckDeliveryArgs>(),
+                output_schema(SchemaKind::Ack),
+                false,
+            ),
         };
+        // Acknowledging is the one tool that changes what the server keeps.
+        let read_only = self != ToolName::AckDelivery;
         Tool::new(self.as_str(), description, input)
             .with_title(title)
             .with_raw_output_schema(output)
             .with_annotations(
                 ToolAnnotations::with_title(title)
-                    .read_only(true)
+                    .read_only(read_only)
                     .destructive(false)
                     .idempotent(true)
                     .open_world(open_world),

@@ -31,6 +31,8 @@ pub struct FetchOutput {
     /// More of this result is on later pages: pass this as `cursor` (with the same `urls`
     /// and options) to get the next one. MCP `fetch_feed` only; always `null` in the CLI.
     pub next_cursor: Option<String>,
+    /// The delivery of this output's items to a reader (`--reader`); `null` without one.
+    pub delivery: Option<super::Delivery>,
 }
 
 /// One story told by several items of a run.
@@ -250,6 +252,8 @@ pub struct Truncation {
     pub items_omitted_by_query: usize,
     /// Items left out as duplicates of an earlier one (`--dedupe drop`).
     pub items_omitted_as_duplicates: usize,
+    /// Items left out because the reader has acknowledged them (`--unseen`).
+    pub items_omitted_as_seen: usize,
     /// Items of this result left for later pages (see `next_cursor`).
     pub items_on_later_pages: usize,
     /// Items whose content was cut at `--max-content-chars`.
@@ -287,6 +291,8 @@ pub struct NdjsonSummary {
     pub warnings: Vec<Warning>,
     /// What selection and truncation left out.
     pub truncation: Truncation,
+    /// The delivery of the printed items to a reader (`--reader`); `null` without one.
+    pub delivery: Option<super::Delivery>,
 }
 
 /// One line of `--ndjson-records`, tagged by `type`.

@@ -23,11 +23,13 @@ mod admin;
 mod article;
 mod config;
 mod feed;
+mod readers;
 
 pub use admin::*;
 pub use article::*;
 pub use config::*;
 pub use feed::*;
+pub use readers::*;
 
 /// The version of this contract; bumped only by an incompatible change.
 pub const SCHEMA_VERSION: &str = "1";

@@ -190,6 +190,7 @@ fn assemble(
         warnings: ctx.standing_warnings(),
         duplicates: Vec::new(),
         next_cursor: None,
+        delivery: None,
         truncation: Truncation {
             limit: opts.selection.limit,
             since: opts.selection.since.as_ref().map(date::format),
@@ -237,7 +238,11 @@ async fn from_body(
     opts: &FetchOptions,
 ) -> FeedOutcome {
     let url = feed_url.to_owned();
-    let selection = opts.selection.clone();
+    let mut selection = opts.selection.clone();
+    let named = crate::error::echo(feed_url);
+    if let Some(view) = &opts.unseen {
+        selection.seen = Some(view.seen_of(&named));
+    }
     let render = opts.render;
     let parsed = compute(move || {
         feed::process(
@@ -254,6 +259,10 @@ async fn from_body(
     match parsed {
         Err(e) => FeedOutcome::failed(feed_url, &e),
         Ok(mut p) => {
+            if let Some(view) = &opts.unseen {
+                let present = std::mem::take(&mut p.built.present);
+                view.note(&named, present, std::mem::take(&mut p.built.seen));
+            }
             let items = std::mem::take(&mut p.built.items);
             let warnings = std::mem::take(&mut p.built.warnings);
             let feed = FeedResult {

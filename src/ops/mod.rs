@@ -11,6 +11,7 @@ mod discover;
 mod fetch;
 mod hosts;
 pub mod pages;
+mod readers;
 mod request;
 mod robots;
 mod show;
@@ -26,6 +27,10 @@ use crate::http::Client;
 use crate::model::{CacheListOutput, SCHEMA_VERSION, Warning};
 use crate::payload::Payload;
 
+pub use crate::readers::{
+    MARK_MAX_AGE, MAX_DELIVERIES, MAX_MARKS_PER_FEED, MAX_NAME_CHARS, ReaderId, Scope,
+    TOKEN_LIFETIME, View,
+};
 pub use article::{ArticleOptions, fetch_articles, read_item_article};
 pub use config::config_check;
 pub use deadline::{cut_off, holding_back, url_within, web_urls};
@@ -33,6 +38,9 @@ pub use dedupe::Dedupe;
 pub use discover::discover;
 pub use fetch::fetch_feeds;
 pub use hosts::{hosts_clear, hosts_list};
+pub use readers::{
+    Caller, ReaderRequest, ack, deliver, fetch_unseen, open_view, readers_forget, readers_list,
+};
 pub use request::{CachePolicy, FetchRequest};
 pub use show::{ShowOptions, show_item};
 
@@ -54,6 +62,9 @@ pub struct Context {
     pub cursor_key: pages::CursorKey,
     /// The owner's config file: rules per site (shared with the client).
     pub settings: std::sync::Arc<crate::settings::Settings>,
+    /// Readers' delivery marks (under the state directory, or in the fleet's Redis), or
+    /// why they cannot be kept.
+    pub(crate) readers: Result<std::sync::Arc<crate::readers::Readers>, String>,
 }
 
 impl Context {
@@ -76,6 +87,9 @@ impl Context {
                 Some("running without a cache: no cache directory is known".to_owned()),
             ),
         };
+        let readers = crate::readers::Readers::open(&config)
+            .map(std::sync::Arc::new)
+            .map_err(|e| e.to_string());
         Context {
             client,
             cache,
@@ -84,6 +98,7 @@ impl Context {
             robots: Default::default(),
             cursor_key: Default::default(),
             settings,
+            readers,
         }
     }
 
@@ -168,6 +183,9 @@ pub struct FetchOptions {
     /// The call's deadline (`rss mcp --call-timeout`): what is still under way then is
     /// answered as `RATE_LIMITED` with its host's wait. `None`: no limit but the gate's.
     pub deadline: Option<tokio::time::Instant>,
+    /// A reader's view of the run (`--reader`, [`open_view`]): with `--unseen`, what it
+    /// has acknowledged is left out.
+    pub unseen: Option<std::sync::Arc<crate::readers::View>>,
 }
 
 /// Lists the cache (`rss cache list`).

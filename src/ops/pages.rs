@@ -98,6 +98,9 @@ struct Cursor {
     s: Option<i64>,
     /// When the cursor was given (Unix seconds).
     t: u64,
+    /// With a reader: the walk's first delivery, whose view of the marks later pages keep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    w: Option<String>,
 }
 
 /// Where a continued call starts (the first page: the default).
@@ -106,12 +109,19 @@ pub struct Start {
     counts: Vec<usize>,
     failed: Vec<usize>,
     check: String,
+    walk: Option<String>,
 }
 
 impl Start {
     /// Whether this is the first page.
     pub fn is_first(&self) -> bool {
         self.counts.is_empty()
+    }
+
+    /// With a reader: the delivery of the walk's first page, whose view of the reader's
+    /// marks every later page keeps (`crate::ops::open_view`).
+    pub fn walk(&self) -> Option<&str> {
+        self.walk.as_deref()
     }
 }
 
@@ -129,6 +139,8 @@ pub fn fingerprint(urls: &[String], req: &FetchRequest) -> String {
         "max_content_chars": req.max_content_chars,
         "articles": req.articles,
         "article_content": format!("{:?}", req.article_content),
+        "reader": req.reader,
+        "unseen": req.unseen,
     });
     hex::encode(&Sha256::digest(asked.to_string().as_bytes())[..8])
 }
@@ -193,6 +205,7 @@ pub fn decode(
             counts: c.c,
             failed: c.x,
             check: c.h,
+            walk: c.w,
         },
         since,
     ))
@@ -320,6 +333,7 @@ impl Cut<'_> {
             truncation: full.truncation.clone(),
             duplicates: Vec::new(),
             next_cursor: None,
+            delivery: None,
         };
         for (f, feed) in self.full.feeds.iter().enumerate() {
             if !self.first && taken[f] == 0 {
@@ -454,10 +468,27 @@ pub fn page(
                 x: failed,
                 s: since.map(|s| s.timestamp_millis()),
                 t: unix_now(),
+                w: None,
             },
         )
     });
     Ok(page)
+}
+
+/// `cursor` (one this server gave) continuing the walk of pages whose first delivery is
+/// `walk`, signed again.
+pub fn with_walk(key: &CursorKey, cursor: &str, walk: &str) -> String {
+    let parsed = cursor
+        .split_once('.')
+        .and_then(|(body, _)| B64.decode(body).ok())
+        .and_then(|json| serde_json::from_slice::<Cursor>(&json).ok());
+    match parsed {
+        Some(mut c) => {
+            c.w = Some(walk.to_owned());
+            encode(key, &c)
+        }
+        None => cursor.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -475,6 +506,7 @@ mod tests {
                 h: "0a1b2c3d".into(),
                 s: Some(1_780_000_000_000),
                 t,
+                w: None,
             },
         )
     }

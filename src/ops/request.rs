@@ -69,6 +69,10 @@ pub struct FetchRequest {
     pub respect_robots: bool,
     /// The call's deadline (the MCP server's `--call-timeout`).
     pub deadline: Option<tokio::time::Instant>,
+    /// The reader the items are delivered to (`--reader`, MCP `reader`).
+    pub reader: Option<String>,
+    /// Leave out what the reader has acknowledged (`--unseen`, MCP `unseen`).
+    pub unseen: bool,
 }
 
 impl FetchRequest {
@@ -128,6 +132,7 @@ impl FetchRequest {
                 since,
                 limit: self.limit,
                 query: self.query.as_deref().map(Query::parse).transpose()?,
+                seen: None,
             },
             dedupe: self.dedupe,
             render,
@@ -145,7 +150,26 @@ impl FetchRequest {
                 started: None,
             }),
             deadline: self.deadline,
+            unseen: None,
         })
+    }
+
+    /// The reader asked for, in `scope` (a bearer token's, over MCP HTTP), or a usage error:
+    /// a name that is not one, or `unseen` without a reader.
+    pub fn reader_request(
+        &self,
+        scope: Option<crate::readers::Scope>,
+    ) -> Result<Option<super::ReaderRequest>> {
+        match &self.reader {
+            Some(name) => Ok(Some(super::ReaderRequest {
+                reader: crate::readers::ReaderId::new(name, scope)?,
+                unseen: self.unseen,
+            })),
+            None if self.unseen => Err(Error::usage(
+                "--unseen (MCP `unseen`) needs a reader: give --reader NAME (MCP `reader`)",
+            )),
+            None => Ok(None),
+        }
     }
 }
 

@@ -159,6 +159,7 @@ mod tests {
             truncation: Truncation::default(),
             duplicates: Vec::new(),
             next_cursor: None,
+            delivery: None,
         }
     }
 

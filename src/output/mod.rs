@@ -17,8 +17,9 @@ pub use text::{advice, write_article_text, write_text};
 
 use crate::error::Error;
 use crate::model::{
-    ArticleOutput, ArticleResult, CacheListOutput, ConfigCheckOutput, DiscoverOutput, FeedStatus,
-    FetchOutput, HostsOutput, NdjsonItem, NdjsonRecord, NdjsonSummary, ShowOutput,
+    AckOutput, ArticleOutput, ArticleResult, CacheListOutput, ConfigCheckOutput, DiscoverOutput,
+    FeedStatus, FetchOutput, ForgetOutput, HostsOutput, NdjsonItem, NdjsonRecord, NdjsonSummary,
+    ReadersOutput, ShowOutput,
 };
 
 /// How `rss fetch` prints its result.
@@ -111,6 +112,7 @@ fn write_ndjson(out: &mut dyn Write, result: &FetchOutput, records: bool) -> io:
             total_content_tokens_est: result.total_content_tokens_est,
             warnings: result.warnings.clone(),
             truncation: result.truncation.clone(),
+            delivery: result.delivery.clone(),
         };
         write_json(out, &NdjsonRecord::Summary(summary), false)?;
     }
@@ -153,6 +155,15 @@ pub enum SchemaKind {
     /// The config file itself (for editors), not an output.
     #[strum(serialize = "config")]
     Config,
+    /// `rss readers`.
+    #[strum(serialize = "readers")]
+    Readers,
+    /// `rss readers forget`.
+    #[strum(serialize = "readers-forget")]
+    ReadersForget,
+    /// `rss ack` (and MCP `ack_delivery`).
+    #[strum(serialize = "ack")]
+    Ack,
 }
 
 impl SchemaKind {
@@ -201,6 +212,9 @@ pub fn schema(kind: SchemaKind) -> Value {
             standard_vocabulary(&mut value);
             return value;
         }
+        SchemaKind::Readers => generator.into_root_schema_for::<ReadersOutput>(),
+        SchemaKind::ReadersForget => generator.into_root_schema_for::<ForgetOutput>(),
+        SchemaKind::Ack => generator.into_root_schema_for::<AckOutput>(),
     };
     let mut value = schema.to_value();
     require_all(&mut value);

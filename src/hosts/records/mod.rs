@@ -1,0 +1,160 @@
+//! Small keyed records kept beside host state, with the host store's discipline: a reader's
+//! delivery marks and deliveries (`crate::readers`). Two backends, like host state: files
+//! under the state directory (atomic replace, an advisory lock per record for each
+//! read-modify-write), or the fleet's Redis (compare-and-set). Unlike host state there is no
+//! fallback from Redis to files: a reader's marks split between two stores would deliver
+//! items twice, so a store that fails is an error of the operation.
+//!
+//! A key is a short list of segments; the first names the record's group (one reader), so
+//! one group's records sit in one directory, or one Redis cluster slot.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use super::StoreError;
+use crate::config::{Config, HostStateSetting};
+
+mod file;
+mod redis;
+
+/// A record's key: segments of `A-Za-z0-9._~-`, none empty or starting with a dot (so none
+/// is a path of its own), the first naming the record's group.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct RecordKey(Vec<String>);
+
+/// Whether `s` may be a segment of a [`RecordKey`].
+fn segment_ok(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 200
+        && !s.starts_with('.')
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'))
+}
+
+impl RecordKey {
+    /// The key of `segments`, or `None` when one is not a valid segment.
+    pub(crate) fn new<S: Into<String>>(segments: impl IntoIterator<Item = S>) -> Option<RecordKey> {
+        let segs: Vec<String> = segments.into_iter().map(Into::into).collect();
+        (!segs.is_empty() && segs.iter().all(|s| segment_ok(s))).then_some(RecordKey(segs))
+    }
+
+    /// The segments, group first.
+    pub(crate) fn segments(&self) -> &[String] {
+        &self.0
+    }
+}
+
+/// What a read-modify-write makes of a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// Leave it as it is.
+    Keep,
+    /// Store these bytes (Redis: expiring at this Unix ms, if given).
+    Put(Vec<u8>, Option<u64>),
+    /// Remove it.
+    Delete,
+}
+
+/// The read-modify-write of one record: gets what is stored (`None`: nothing) and the
+/// store's clock (Unix ms), returns the change. It may run more than once (a Redis
+/// compare-and-set that met another writer runs it again on what that one wrote).
+pub(crate) type RecordUpdate<'a> = dyn Fn(Option<&[u8]>, u64) -> Change + Send + Sync + 'a;
+
+/// Where records are kept.
+pub(crate) trait RecordStore: Send + Sync + std::fmt::Debug {
+    /// Where the store is, for people (`file:/…`, `redis://…`, never a password).
+    fn describe(&self) -> String;
+    /// The stored bytes of each of `keys` (`None`: nothing), and the store's clock.
+    fn load_many<'a>(
+        &'a self,
+        keys: &'a [RecordKey],
+    ) -> BoxFuture<'a, Result<(Vec<Option<Vec<u8>>>, u64), StoreError>>;
+    /// Atomically replaces `key`'s record with what `f` makes of it.
+    fn update<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        f: &'a RecordUpdate<'a>,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Stores `bytes` under `key` if nothing is there; returns what is stored then (the
+    /// bytes given, or the ones another process stored first).
+    fn put_if_absent<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        bytes: &'a [u8],
+    ) -> BoxFuture<'a, Result<Vec<u8>, StoreError>>;
+    /// Every key whose segments start with `under` (all of them when it is empty).
+    fn list<'a>(&'a self, under: &'a [String])
+    -> BoxFuture<'a, Result<Vec<RecordKey>, StoreError>>;
+    /// Removes every record whose segments start with `under` (not empty); how many.
+    fn remove_under<'a>(&'a self, under: &'a [String]) -> BoxFuture<'a, Result<usize, StoreError>>;
+}
+
+impl dyn RecordStore + '_ {
+    /// The stored bytes of `key`, and the store's clock.
+    pub(crate) async fn load(&self, key: &RecordKey) -> Result<(Option<Vec<u8>>, u64), StoreError> {
+        let (mut found, now) = self.load_many(std::slice::from_ref(key)).await?;
+        Ok((found.pop().flatten(), now))
+    }
+}
+
+/// The record store `config` asks for: the fleet's Redis with `--gate-store`, else files in
+/// `dir` (a directory of the state directory), created on first write.
+pub(crate) fn open(config: &Config, dir: &Path) -> Result<Arc<dyn RecordStore>, StoreError> {
+    match &config.host_state {
+        HostStateSetting::Redis(url) => Ok(Arc::new(redis::RedisRecords::open(url)?)),
+        HostStateSetting::Files | HostStateSetting::Off => Ok(Arc::new(file::FileRecords::open(
+            dir,
+            config.wall_clock_skew_ms,
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_safe_segments_only() {
+        assert!(RecordKey::new(["_~digest", "marks", "0123abcd"]).is_some());
+        for bad in ["", ".", "..", ".hidden", "a/b", "a\\b", "a b", "é"] {
+            assert!(RecordKey::new(["g", bad]).is_none(), "{bad:?}");
+        }
+        assert!(RecordKey::new(Vec::<String>::new()).is_none());
+    }
+
+    /// What every backend must do, run on a fresh one.
+    pub(super) async fn behaves(store: &dyn RecordStore) {
+        let k = |s: &[&str]| RecordKey::new(s.iter().copied()).unwrap();
+        let a = k(&["g1", "marks", "a"]);
+        let b = k(&["g1", "marks", "b"]);
+        let other = k(&["g2", "index"]);
+        let (none, now) = store.load(&a).await.unwrap();
+        assert!(none.is_none() && now > 1_600_000_000_000);
+        let put = |cur: Option<&[u8]>, _: u64| {
+            let n = cur.map_or(0, |c| c[0]) + 1;
+            Change::Put(vec![n], None)
+        };
+        store.update(&a, &put).await.unwrap();
+        store.update(&a, &put).await.unwrap();
+        store.update(&b, &put).await.unwrap();
+        store.update(&other, &put).await.unwrap();
+        let (got, _) = store.load_many(&[a.clone(), b.clone()]).await.unwrap();
+        assert_eq!(got, vec![Some(vec![2]), Some(vec![1])]);
+        store.update(&b, &|_, _| Change::Keep).await.unwrap();
+        assert_eq!(store.load(&b).await.unwrap().0, Some(vec![1]));
+        let mut listed = store.list(&["g1".to_owned()]).await.unwrap();
+        listed.sort();
+        assert_eq!(listed, vec![a.clone(), b.clone()]);
+        assert!(store.list(&[]).await.unwrap().len() >= 3);
+        store.update(&b, &|_, _| Change::Delete).await.unwrap();
+        assert!(store.load(&b).await.unwrap().0.is_none());
+        let secret = k(&["g3"]);
+        assert_eq!(store.put_if_absent(&secret, b"one").await.unwrap(), b"one");
+        assert_eq!(store.put_if_absent(&secret, b"two").await.unwrap(), b"one");
+        assert_eq!(store.remove_under(&["g1".to_owned()]).await.unwrap(), 1);
+        assert!(store.load(&a).await.unwrap().0.is_none());
+        assert_eq!(store.load(&other).await.unwrap().0, Some(vec![1]));
+    }
+}

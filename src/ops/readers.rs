@@ -1,0 +1,345 @@
+//! Readers: a fetch for a reader and its delivery, acknowledging deliveries, and listing
+//! and forgetting readers. Both front ends call these; `crate::readers` keeps the records.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::{Context, FetchOptions, format_ms};
+use crate::error::{Error, Result};
+use crate::inputs::Input;
+use crate::model::{
+    AckOutput, Delivery, FetchOutput, ForgetOutput, PendingDelivery, ReaderFeedInfo, ReaderInfo,
+    ReadersOutput, SCHEMA_VERSION,
+};
+use crate::readers::{
+    Claim, DeliveredFeed, DeliveryRecord, ReaderId, Readers, Refusal, Scope, TOKEN_LIFETIME, View,
+    WalkFeed, random_id,
+};
+
+/// A fetch's reader, as asked (`--reader NAME [--unseen]`, MCP `reader` and `unseen`).
+#[derive(Debug, Clone)]
+pub struct ReaderRequest {
+    /// The reader.
+    pub reader: ReaderId,
+    /// Leave out what it has acknowledged.
+    pub unseen: bool,
+}
+
+/// Who acknowledges a delivery.
+#[derive(Debug, Clone, Copy)]
+pub enum Caller<'a> {
+    /// The machine's own user (`rss ack`): any reader's token.
+    Operator,
+    /// An MCP client: only tokens of its own readers (those of its bearer token's scope,
+    /// `None` without one).
+    Client(Option<&'a Scope>),
+}
+
+impl Context {
+    fn readers(&self) -> Result<&Readers> {
+        self.readers
+            .as_deref()
+            .map_err(|why| Error::usage(why.clone()))
+    }
+}
+
+/// The view of `req` for a run over `inputs`: the reader's marks as they stand now, or, for
+/// a later page of a walk (`walk`: its first delivery), as its first page saw them.
+pub async fn open_view(
+    ctx: &Context,
+    req: &ReaderRequest,
+    inputs: &[Input],
+    walk: Option<&str>,
+) -> Result<Arc<View>> {
+    let readers = ctx.readers()?;
+    // Each feed as the output names it.
+    let feeds: Vec<String> = inputs
+        .iter()
+        .map(|i| crate::error::echo(&i.feed_url))
+        .collect();
+    let (marks, _) = readers.marks(&req.reader, &feeds).await?;
+    let mut seen: HashMap<String, Arc<HashSet<String>>> = feeds
+        .iter()
+        .zip(marks)
+        .map(|(f, m)| (f.clone(), Arc::new(m.map(|m| m.ids()).unwrap_or_default())))
+        .collect();
+    if let Some(walk) = walk {
+        let (first, _) = readers.delivery(&req.reader, walk).await?;
+        let snapshot = first.and_then(|d| d.walk).ok_or_else(|| {
+            Error::usage(
+                "cursor refused: the first page of this walk is no longer kept for the reader \
+                 (forgotten, or pushed out by newer deliveries); call again without cursor",
+            )
+        })?;
+        for w in snapshot {
+            seen.insert(w.feed_url, Arc::new(w.seen.into_iter().collect()));
+        }
+    }
+    Ok(Arc::new(View::new(
+        req.reader.clone(),
+        seen,
+        req.unseen,
+        walk.map(str::to_owned),
+    )))
+}
+
+/// What acknowledging `out` marks, per feed: its items (oldest first, so the newest are
+/// the last to go) and every other item of their duplicate groups.
+fn marked_by(out: &FetchOutput) -> Vec<(String, Vec<String>)> {
+    let mut order: Vec<(String, Vec<String>)> = Vec::new();
+    let mut at: HashMap<String, usize> = HashMap::new();
+    let mut taken: HashSet<(String, String)> = HashSet::new();
+    let mut add = |feed: &str, id: &str| {
+        if !taken.insert((feed.to_owned(), id.to_owned())) {
+            return;
+        }
+        let i = *at.entry(feed.to_owned()).or_insert_with(|| {
+            order.push((feed.to_owned(), Vec::new()));
+            order.len() - 1
+        });
+        order[i].1.push(id.to_owned());
+    };
+    let here: HashSet<(&str, &str)> = out
+        .feeds
+        .iter()
+        .flat_map(|f| f.items.iter().map(|i| (f.feed_url.as_str(), i.id.as_str())))
+        .collect();
+    for f in &out.feeds {
+        for item in f.items.iter().rev() {
+            add(&f.feed_url, &item.id);
+        }
+    }
+    for group in &out.duplicates {
+        if group
+            .items
+            .iter()
+            .any(|i| here.contains(&(i.feed_url.as_str(), i.id.as_str())))
+        {
+            for i in &group.items {
+                add(&i.feed_url, &i.id);
+            }
+        }
+    }
+    order
+}
+
+/// Makes `out` (a whole run, or one page of it) a delivery to `view`'s reader: stores what
+/// acknowledging it marks and sets `out.delivery` with its token. The first page of a walk
+/// keeps the reader's view for the pages after it (their cursor names it).
+pub async fn deliver(ctx: &Context, view: &View, out: &mut FetchOutput) -> Result<()> {
+    let readers = ctx.readers()?;
+    let reader = view.reader();
+    let items: usize = out.feeds.iter().map(|f| f.items.len()).sum();
+    if items == 0 {
+        out.delivery = Some(Delivery {
+            reader: reader.name().to_owned(),
+            token: None,
+            items: 0,
+            expires_at: None,
+        });
+        return Ok(());
+    }
+    let now = readers.now_ms().await?;
+    let id = random_id();
+    let feeds: Vec<DeliveredFeed> = marked_by(out)
+        .into_iter()
+        .map(|(feed_url, ids)| DeliveredFeed {
+            present: view
+                .read_of(&feed_url)
+                .map(|r| r.present)
+                .unwrap_or_default(),
+            feed_url,
+            ids,
+        })
+        .collect();
+    let walk = (out.next_cursor.is_some() && view.walk().is_none()).then(|| {
+        view.reads()
+            .into_iter()
+            .map(|(feed_url, read)| WalkFeed {
+                feed_url,
+                seen: read.seen,
+            })
+            .collect()
+    });
+    let expires_ms = now.saturating_add(TOKEN_LIFETIME.as_millis() as u64);
+    let record = DeliveryRecord {
+        v: 1,
+        id: id.clone(),
+        issued_ms: now,
+        expires_ms,
+        items,
+        marks: feeds.iter().map(|f| f.ids.len()).sum(),
+        feeds,
+        walk,
+        acked_ms: None,
+    };
+    readers.add_delivery(reader, &record).await?;
+    let token = readers.key().await?.encode(&Claim {
+        reader: reader.clone(),
+        delivery: id.clone(),
+        expires_ms,
+    });
+    out.delivery = Some(Delivery {
+        reader: reader.name().to_owned(),
+        token: Some(token),
+        items,
+        expires_at: format_ms(expires_ms),
+    });
+    if let Some(cursor) = &out.next_cursor {
+        let walk = view.walk().unwrap_or(&id);
+        out.next_cursor = Some(super::pages::with_walk(&ctx.cursor_key, cursor, walk));
+    }
+    Ok(())
+}
+
+/// Fetches `inputs` for `req`'s reader (`rss fetch --reader NAME [--unseen]`): with
+/// `--unseen` what it has acknowledged is left out, and the whole output is one delivery.
+pub async fn fetch_unseen(
+    ctx: &Context,
+    inputs: Vec<Input>,
+    opts: &FetchOptions,
+    req: &ReaderRequest,
+    on_progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<FetchOutput> {
+    let view = open_view(ctx, req, &inputs, None).await?;
+    let opts = FetchOptions {
+        unseen: Some(view.clone()),
+        ..opts.clone()
+    };
+    let mut out = super::fetch_feeds(ctx, inputs, &opts, on_progress).await;
+    deliver(ctx, &view, &mut out).await?;
+    Ok(out)
+}
+
+fn refused(reason: &'static str, message: impl Into<String>) -> Error {
+    Error::TokenRefused {
+        reason,
+        message: format!("{}; nothing was recorded", message.into()),
+    }
+}
+
+/// Acknowledges the deliveries `tokens` stand for: records their items as seen for their
+/// readers. Every token is checked first; one that is altered, from another store, expired,
+/// unknown or (for an MCP client) another client's is a `USAGE_ERROR`, and nothing is
+/// recorded. A token acknowledged before records nothing new and counts as
+/// `already_acknowledged`.
+pub async fn ack(ctx: &Context, tokens: &[String], caller: Caller<'_>) -> Result<AckOutput> {
+    if tokens.is_empty() {
+        return Err(Error::usage("give a delivery token to acknowledge"));
+    }
+    let readers = ctx.readers()?;
+    let key = readers.key().await?;
+    let mut found: Vec<(Claim, DeliveryRecord)> = Vec::new();
+    for token in tokens {
+        let claim = key.decode(token).map_err(|r| match r {
+            Refusal::NotAToken => refused(
+                "not_a_token",
+                format!(
+                    "{:?} is not a delivery token (they start with rss1.)",
+                    crate::error::echo(token)
+                ),
+            ),
+            Refusal::Forged => refused(
+                "altered",
+                format!(
+                    "the token was altered, or was given by another state directory or store than {}",
+                    readers.describe()
+                ),
+            ),
+        })?;
+        if let Caller::Client(scope) = caller
+            && claim.reader.scope() != scope
+        {
+            return Err(refused(
+                "other_client",
+                "the token belongs to another client's reader",
+            ));
+        }
+        let (record, now) = readers.delivery(&claim.reader, &claim.delivery).await?;
+        if claim.expires_ms <= now {
+            return Err(refused(
+                "expired",
+                format!(
+                    "the token expired at {} ({} days after its delivery); fetch again: its items come again",
+                    format_ms(claim.expires_ms).unwrap_or_default(),
+                    TOKEN_LIFETIME.as_secs() / 86_400
+                ),
+            ));
+        }
+        let record = record.ok_or_else(|| {
+            refused(
+                "unknown",
+                format!(
+                    "reader {:?} has no such delivery any more (forgotten, or pushed out by newer deliveries); fetch again",
+                    claim.reader.name()
+                ),
+            )
+        })?;
+        found.push((claim, record));
+    }
+    let mut out = AckOutput::default();
+    for (claim, record) in found {
+        if record.acked_ms.is_some() {
+            out.already_acknowledged += record.marks;
+            continue;
+        }
+        for feed in &record.feeds {
+            let (new, already) = readers
+                .record(&claim.reader, feed, record.issued_ms)
+                .await?;
+            out.acknowledged += new;
+            out.already_acknowledged += already;
+        }
+        readers.acknowledged(&claim.reader, &record.id).await?;
+    }
+    Ok(out)
+}
+
+/// Every reader of the store with its marks and pending deliveries (`rss readers`).
+pub async fn readers_list(ctx: &Context) -> Result<ReadersOutput> {
+    let readers = ctx.readers()?;
+    let (listed, now) = readers.list().await?;
+    Ok(ReadersOutput {
+        schema_version: SCHEMA_VERSION.to_owned(),
+        store: readers.describe(),
+        readers: listed
+            .into_iter()
+            .map(|l| ReaderInfo {
+                reader: l.reader.name().to_owned(),
+                scope: l.reader.scope().map(|s| s.as_str().to_owned()),
+                feeds: l
+                    .marks
+                    .iter()
+                    .map(|m| {
+                        let (oldest, newest) = m.span();
+                        ReaderFeedInfo {
+                            feed_url: m.feed_url.clone(),
+                            ids: m.marks.len(),
+                            oldest_mark: oldest.and_then(format_ms),
+                            newest_mark: newest.and_then(format_ms),
+                        }
+                    })
+                    .collect(),
+                pending_deliveries: l
+                    .index
+                    .pending(now)
+                    .map(|d| PendingDelivery {
+                        delivered_at: format_ms(d.issued_ms).unwrap_or_default(),
+                        expires_at: format_ms(d.expires_ms).unwrap_or_default(),
+                        items: d.items,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    })
+}
+
+/// Forgets `reader`'s marks in `feed`, or everything of `reader` (`rss readers forget`).
+pub async fn readers_forget(
+    ctx: &Context,
+    reader: &ReaderId,
+    feed: Option<&str>,
+) -> Result<ForgetOutput> {
+    let (feeds, deliveries) = ctx.readers()?.forget(reader, feed).await?;
+    Ok(ForgetOutput { feeds, deliveries })
+}

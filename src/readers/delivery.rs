@@ -1,0 +1,153 @@
+//! A delivery as stored: the items one output handed to a reader, what acknowledging it
+//! marks, and the reader's index of its deliveries (which bounds how many are kept). Pure.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// How long a delivery waits for its acknowledgement: past it, its token is refused and its
+/// items simply come again.
+pub const TOKEN_LIFETIME: Duration = Duration::from_secs(7 * 86_400);
+/// The most deliveries kept per reader (acknowledged ones until they expire included); a
+/// newer one pushes out the oldest, whose token is then refused.
+pub const MAX_DELIVERIES: usize = 500;
+
+/// One feed's part of a delivery.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct DeliveredFeed {
+    /// The feed, as requested.
+    pub feed_url: String,
+    /// The ids acknowledging marks: the output's items of this feed and the other members
+    /// of their duplicate groups, first to go first.
+    pub ids: Vec<String>,
+    /// Every id of the feed's document as the delivery read it.
+    pub present: Vec<String>,
+}
+
+/// The ids one feed's reading found marked, for the later pages of a walk.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WalkFeed {
+    /// The feed, as requested.
+    pub feed_url: String,
+    /// The ids left out as seen.
+    pub seen: Vec<String>,
+}
+
+/// One delivery.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct DeliveryRecord {
+    /// Format version.
+    pub v: u8,
+    /// Its id (random, 16 hex digits).
+    pub id: String,
+    /// When it was given (Unix ms, the store's clock).
+    pub issued_ms: u64,
+    /// When its token stops being accepted.
+    pub expires_ms: u64,
+    /// The output's items it stands for.
+    pub items: usize,
+    /// The ids acknowledging it marks, over every feed.
+    pub marks: usize,
+    /// What it marks, per feed (emptied once acknowledged).
+    pub feeds: Vec<DeliveredFeed>,
+    /// The first page of a walk of pages: what each feed's reading found marked then.
+    pub walk: Option<Vec<WalkFeed>>,
+    /// When it was acknowledged.
+    pub acked_ms: Option<u64>,
+}
+
+impl DeliveryRecord {
+    /// The record once acknowledged at `now_ms`: what it marks goes (it is recorded), the
+    /// walk stays for the pages still to come.
+    pub(crate) fn acknowledged(mut self, now_ms: u64) -> DeliveryRecord {
+        self.acked_ms.get_or_insert(now_ms);
+        self.feeds.clear();
+        self
+    }
+}
+
+/// A reader's deliveries as its index lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Index {
+    /// Format version.
+    pub v: u8,
+    /// Oldest first.
+    pub deliveries: Vec<Listed>,
+}
+
+/// One delivery in the index.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Listed {
+    /// The delivery's id.
+    pub id: String,
+    /// When it was given.
+    pub issued_ms: u64,
+    /// When its token stops being accepted.
+    pub expires_ms: u64,
+    /// Items it stands for.
+    pub items: usize,
+    /// Whether it was acknowledged.
+    pub acked: bool,
+}
+
+impl Index {
+    /// Adds `d` at `now_ms`, dropping the expired deliveries and the oldest past `max`;
+    /// returns the ids dropped (their records go too).
+    pub(crate) fn add(&mut self, d: Listed, now_ms: u64, max: usize) -> Vec<String> {
+        let mut dropped = Vec::new();
+        self.deliveries.retain(|l| {
+            let live = l.expires_ms > now_ms;
+            if !live {
+                dropped.push(l.id.clone());
+            }
+            live
+        });
+        self.deliveries.push(d);
+        let excess = self.deliveries.len().saturating_sub(max.max(1));
+        dropped.extend(self.deliveries.drain(..excess).map(|l| l.id));
+        dropped
+    }
+
+    /// Notes that delivery `id` was acknowledged.
+    pub(crate) fn acked(&mut self, id: &str) {
+        for l in &mut self.deliveries {
+            if l.id == id {
+                l.acked = true;
+            }
+        }
+    }
+
+    /// The deliveries neither acknowledged nor expired at `now_ms`.
+    pub(crate) fn pending(&self, now_ms: u64) -> impl Iterator<Item = &Listed> {
+        self.deliveries
+            .iter()
+            .filter(move |l| !l.acked && l.expires_ms > now_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(id: &str, expires_ms: u64) -> Listed {
+        Listed {
+            id: id.into(),
+            expires_ms,
+            items: 1,
+            ..Listed::default()
+        }
+    }
+
+    #[test]
+    fn the_index_keeps_live_deliveries_up_to_its_bound() {
+        let mut ix = Index::default();
+        assert!(ix.add(listed("a", 100), 0, 2).is_empty());
+        assert!(ix.add(listed("b", 200), 0, 2).is_empty());
+        assert_eq!(ix.add(listed("c", 300), 0, 2), vec!["a"]);
+        // At 250, b has expired.
+        assert_eq!(ix.add(listed("d", 400), 250, 2), vec!["b"]);
+        ix.acked("c");
+        let pending: Vec<_> = ix.pending(250).map(|l| l.id.as_str()).collect();
+        assert_eq!(pending, vec!["d"]);
+    }
+}
