@@ -43,6 +43,8 @@ pub fn config(cache_dir: Option<&Path>) -> Config {
         |_| None,
     )
     .expect("test config");
+    // Readers' marks, if a test keeps any, stay in its temporary directory.
+    c.state_dir = cache_dir.map(|d| d.join("state"));
     if cache_dir.is_none() {
         c.cache_dir = None;
         // With no cache there is nowhere to share host state: this process's gate only.
@@ -148,6 +150,7 @@ pub fn rss_cmd() -> RssCmd {
         cmd.env_remove(var);
     }
     cmd.env("RSS_CACHE_DIR", dir.path())
+        .env("RSS_STATE_DIR", dir.path().join("state"))
         .env("NO_COLOR", "1")
         .timeout(Duration::from_secs(120));
     RssCmd { cmd, _dir: dir }
@@ -157,7 +160,9 @@ pub fn rss_cmd() -> RssCmd {
 /// cache directory `cache`.
 pub fn rss_std(cache: &Path) -> std::process::Command {
     let mut cmd = rss_blocking();
-    cmd.env("RSS_CACHE_DIR", cache).env("NO_COLOR", "1");
+    cmd.env("RSS_CACHE_DIR", cache)
+        .env("RSS_STATE_DIR", cache.join("state"))
+        .env("NO_COLOR", "1");
     cmd
 }
 

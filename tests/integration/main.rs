@@ -22,6 +22,8 @@ mod model_view;
 mod pacing;
 mod parsing;
 mod private;
+mod readers;
+mod readers_mcp;
 mod readme;
 mod redis;
 mod robots;
