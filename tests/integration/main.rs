@@ -24,6 +24,7 @@ mod parsing;
 mod private;
 mod readers;
 mod readers_mcp;
+mod readers_model;
 mod readme;
 mod redis;
 mod robots;

@@ -540,3 +540,47 @@ async fn readers_lists_marks_and_pending_deliveries_and_forgets() {
     let (_, schema) = d.json(&["schema", "--command", "ack"]);
     assert!(schema["properties"]["acknowledged"].is_object());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_shares_its_readers_through_redis() {
+    let Ok(store) = std::env::var("RSS_TEST_REDIS") else {
+        eprintln!("skipped: RSS_TEST_REDIS is not set (.ci/run starts a Redis server and sets it)");
+        return;
+    };
+    let feed = LiveFeed::start(rss_of(&[("a", Some(D1)), ("b", Some(D2))])).await;
+    let url = feed.url();
+    // Two machines: each its own cache and state directory, one Redis.
+    let (one, two) = (Dirs::new(), Dirs::new());
+    let reader = format!(
+        "fleet-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    );
+    let on = |d: &Dirs, args: &[&str]| run_json(d.rss().env("RSS_GATE_STORE", &store).args(args));
+    let (code, out) = on(&one, &["fetch", "--reader", &reader, "--unseen", &url]);
+    assert_eq!((code, titles(&out).len()), (0, 2), "{out}");
+    let (code, acked) = on(&two, &["ack", &token(&out)]);
+    assert_eq!((code, &acked["acknowledged"]), (0, &Value::from(2)), "{acked}");
+    let (_, after) = on(&one, &["fetch", "--reader", &reader, "--unseen", &url]);
+    assert!(titles(&after).is_empty(), "{after}");
+    let (_, listed) = on(&two, &["readers"]);
+    assert!(listed["store"].as_str().unwrap().starts_with("redis://"));
+    assert!(
+        listed["readers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["reader"] == reader.as_str() && r["feeds"][0]["ids"] == 2),
+        "{listed}"
+    );
+    // Nothing of it is in either state directory, and a file store's token is refused.
+    assert!(!one.state.path().join("readers").join(format!("_~{reader}")).exists());
+    let local = token(&one.unseen(&reader, &[&url]));
+    let (code, err) = on(&one, &["ack", &local]);
+    assert_eq!((code, &err["details"]["reason"]), (2, &Value::from("altered")));
+    let (code, _) = on(&one, &["readers", "forget", &reader]);
+    assert_eq!(code, 0);
+}
