@@ -103,7 +103,8 @@ fn main() {
         a.arg("fetch").args(&feeds);
         plain.push(timed(a));
         let mut b = rss(&state, &cache);
-        b.args(["fetch", "--reader", "bench", "--unseen"]).args(&feeds);
+        b.args(["fetch", "--reader", "bench", "--unseen"])
+            .args(&feeds);
         unseen.push(timed(b));
     }
     let (pb, pm) = stats(plain);

@@ -20,7 +20,7 @@
 //! - `inputs`   — arguments, stdin, `--input`, `--opml`: merged, classified, de-duplicated
 //! - `local`    — capped, time-limited local reads, and which files may be read
 //! - `lockfile` — advisory lock files that exist only while held
-//! - `ops`      — the operations both front ends call (fetch, discover, show, cache)
+//! - `ops`      — the operations both front ends call (fetch, discover, show, cache, readers)
 //! - `payload`  — a body in chunks, freed as a parser reads it
 //! - `output`   — json / ndjson / text rendering, schema emission
 //! - `cli`      — the clap surface and the one exit path

@@ -184,7 +184,8 @@ pub(super) enum Command {
   rss schema --command ndjson")]
     Schema {
         /// fetch, ndjson, ndjson-records, article, article-ndjson, discover, show,
-        /// cache-list, hosts, config-check, or config (the config file, for editors).
+        /// cache-list, hosts, readers, readers-forget, ack, config-check, or config (the config
+        /// file, for editors).
         #[arg(long, value_name = "COMMAND", default_value = "fetch")]
         command: String,
     },

@@ -1,5 +1,5 @@
-//! The operations both front ends call: fetch, discover, show, cache. Behaviour lives here
-//! and is never forked into `cli` or `mcp`.
+//! The operations both front ends call: fetch, discover, show, cache, readers. Behaviour
+//! lives here and is never forked into `cli` or `mcp`.
 
 mod article;
 pub mod budget;

@@ -167,7 +167,10 @@ async fn tools_are_listed_with_schemas_annotations_and_instructions() {
         let out = t.output_schema.as_ref().expect("an output schema");
         assert_eq!(out.get("type"), Some(&json!("object")));
         let ann = t.annotations.as_ref().expect("annotations");
-        assert_eq!(ann.read_only_hint, Some(true));
+        // Acknowledging a delivery is the one change a tool makes (issue 29).
+        let changes = t.name == "ack_delivery";
+        assert_eq!(ann.read_only_hint, Some(!changes), "{}", t.name);
+        assert_eq!(ann.destructive_hint, Some(false), "{}", t.name);
         assert_eq!(ann.idempotent_hint, Some(true));
     }
     let fetch = &tools[0];

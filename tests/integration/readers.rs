@@ -563,7 +563,11 @@ async fn a_fleet_shares_its_readers_through_redis() {
     let (code, out) = on(&one, &["fetch", "--reader", &reader, "--unseen", &url]);
     assert_eq!((code, titles(&out).len()), (0, 2), "{out}");
     let (code, acked) = on(&two, &["ack", &token(&out)]);
-    assert_eq!((code, &acked["acknowledged"]), (0, &Value::from(2)), "{acked}");
+    assert_eq!(
+        (code, &acked["acknowledged"]),
+        (0, &Value::from(2)),
+        "{acked}"
+    );
     let (_, after) = on(&one, &["fetch", "--reader", &reader, "--unseen", &url]);
     assert!(titles(&after).is_empty(), "{after}");
     let (_, listed) = on(&two, &["readers"]);
@@ -577,10 +581,19 @@ async fn a_fleet_shares_its_readers_through_redis() {
         "{listed}"
     );
     // Nothing of it is in either state directory, and a file store's token is refused.
-    assert!(!one.state.path().join("readers").join(format!("_~{reader}")).exists());
+    assert!(
+        !one.state
+            .path()
+            .join("readers")
+            .join(format!("_~{reader}"))
+            .exists()
+    );
     let local = token(&one.unseen(&reader, &[&url]));
     let (code, err) = on(&one, &["ack", &local]);
-    assert_eq!((code, &err["details"]["reason"]), (2, &Value::from("altered")));
+    assert_eq!(
+        (code, &err["details"]["reason"]),
+        (2, &Value::from("altered"))
+    );
     let (code, _) = on(&one, &["readers", "forget", &reader]);
     assert_eq!(code, 0);
 }

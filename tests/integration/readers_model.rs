@@ -43,7 +43,13 @@ fn document(items: &[Item]) -> String {
     for it in items {
         let date = it
             .minute
-            .map(|m| format!("<pubDate>Mon, 01 Jun 2026 {:02}:{:02}:00 GMT</pubDate>", m / 60, m % 60))
+            .map(|m| {
+                format!(
+                    "<pubDate>Mon, 01 Jun 2026 {:02}:{:02}:00 GMT</pubDate>",
+                    m / 60,
+                    m % 60
+                )
+            })
             .unwrap_or_default();
         body.push_str(&format!(
             "<item><title>i{}</title><link>https://model.example/{}</link>{date}</item>",
