@@ -304,7 +304,7 @@ pub enum NdjsonRecord {
     /// A feed that failed.
     Error(ErrorObject),
     /// The last line: totals for the run.
-    Summary(NdjsonSummary),
+    Summary(Box<NdjsonSummary>),
 }
 
 /// The result of `rss discover`.

@@ -114,7 +114,7 @@ fn write_ndjson(out: &mut dyn Write, result: &FetchOutput, records: bool) -> io:
             truncation: result.truncation.clone(),
             delivery: result.delivery.clone(),
         };
-        write_json(out, &NdjsonRecord::Summary(summary), false)?;
+        write_json(out, &NdjsonRecord::Summary(Box::new(summary)), false)?;
     }
     Ok(())
 }

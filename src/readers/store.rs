@@ -167,7 +167,7 @@ impl Readers {
     ) -> Result<(usize, usize)> {
         let counts = std::sync::Mutex::new(Ok((0, 0)));
         let update = |cur: Option<&[u8]>, now: u64| {
-            let mut marks = match cur.map(|b| serde_json::from_slice::<Marks>(b)) {
+            let mut marks = match cur.map(serde_json::from_slice::<Marks>) {
                 None => Marks::new(&feed.feed_url),
                 Some(Ok(m)) => m,
                 Some(Err(e)) => {
@@ -348,7 +348,11 @@ impl Readers {
             }
             None => {
                 let group = reader.group();
-                let keys = self.records.list(&[group.clone()]).await.map_err(failed)?;
+                let keys = self
+                    .records
+                    .list(std::slice::from_ref(&group))
+                    .await
+                    .map_err(failed)?;
                 let count = |what: &str| {
                     keys.iter()
                         .filter(|k| k.segments().get(1).is_some_and(|s| s == what))

@@ -364,7 +364,7 @@ async fn marks_are_bounded_by_count_and_by_age_sparing_the_latest_document() {
     let small = small.to_str().unwrap();
     let t = token(&d.unseen("aging", &[small]));
     assert_eq!(d.ack(&t), (3, 0));
-    std::fs::write(&small, rss_of(&[("b", None), ("c", None), ("d", None)])).unwrap();
+    std::fs::write(small, rss_of(&[("b", None), ("c", None), ("d", None)])).unwrap();
     let later = (rss::ops::MARK_MAX_AGE.as_millis() as u64 + 86_400_000).to_string();
     let run_later = |args: &[&str]| {
         run_json(

@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use super::{Change, RecordKey, RecordStore, RecordUpdate};
+use super::{Change, Loaded, RecordKey, RecordStore, RecordUpdate};
 use crate::hosts::{Clock, StoreError};
 use crate::lockfile::HeldLock;
 
@@ -148,10 +148,7 @@ impl RecordStore for FileRecords {
         format!("file:{}", self.root.display())
     }
 
-    fn load_many<'a>(
-        &'a self,
-        keys: &'a [RecordKey],
-    ) -> BoxFuture<'a, Result<(Vec<Option<Vec<u8>>>, u64), StoreError>> {
+    fn load_many<'a>(&'a self, keys: &'a [RecordKey]) -> BoxFuture<'a, Result<Loaded, StoreError>> {
         let paths: Vec<PathBuf> = keys.iter().map(|k| self.path_of(k)).collect();
         let now = self.now_ms();
         async move {

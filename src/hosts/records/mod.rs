@@ -62,15 +62,15 @@ pub(crate) enum Change {
 /// compare-and-set that met another writer runs it again on what that one wrote).
 pub(crate) type RecordUpdate<'a> = dyn Fn(Option<&[u8]>, u64) -> Change + Send + Sync + 'a;
 
+/// What a read gives: each record's bytes (`None`: nothing) and the store's clock (Unix ms).
+pub(crate) type Loaded = (Vec<Option<Vec<u8>>>, u64);
+
 /// Where records are kept.
 pub(crate) trait RecordStore: Send + Sync + std::fmt::Debug {
     /// Where the store is, for people (`file:/…`, `redis://…`, never a password).
     fn describe(&self) -> String;
     /// The stored bytes of each of `keys` (`None`: nothing), and the store's clock.
-    fn load_many<'a>(
-        &'a self,
-        keys: &'a [RecordKey],
-    ) -> BoxFuture<'a, Result<(Vec<Option<Vec<u8>>>, u64), StoreError>>;
+    fn load_many<'a>(&'a self, keys: &'a [RecordKey]) -> BoxFuture<'a, Result<Loaded, StoreError>>;
     /// Atomically replaces `key`'s record with what `f` makes of it.
     fn update<'a>(
         &'a self,

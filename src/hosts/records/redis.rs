@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, Script};
 
-use super::{Change, RecordKey, RecordStore, RecordUpdate};
+use super::{Change, Loaded, RecordKey, RecordStore, RecordUpdate};
 use crate::hosts::StoreError;
 use crate::hosts::redis::{OP_TIMEOUT, RETRY_MAX, redacted};
 
@@ -185,10 +185,7 @@ impl RecordStore for RedisRecords {
         self.url.clone()
     }
 
-    fn load_many<'a>(
-        &'a self,
-        keys: &'a [RecordKey],
-    ) -> BoxFuture<'a, Result<(Vec<Option<Vec<u8>>>, u64), StoreError>> {
+    fn load_many<'a>(&'a self, keys: &'a [RecordKey]) -> BoxFuture<'a, Result<Loaded, StoreError>> {
         async move {
             let names: Vec<String> = keys.iter().map(redis_key).collect();
             let mut found = Vec::with_capacity(keys.len());
