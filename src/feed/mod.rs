@@ -31,7 +31,7 @@ pub use ids::item_id;
 pub use pipeline::{Built, process};
 pub(crate) use pipeline::{add_truncation, find_item};
 pub use query::Query;
-pub use select::{Seen, Selection, parse_since};
+pub use select::{Seen, Selection, id_key, parse_since};
 
 /// A body as the feed gave it: HTML (the usual case) or plain text.
 #[derive(Debug, Clone, PartialEq, Eq)]

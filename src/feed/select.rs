@@ -29,22 +29,31 @@ pub struct Selection {
     pub seen: Option<Seen>,
 }
 
-/// The ids a reader has acknowledged in one feed, and whether to leave them out.
+/// The ids a reader has acknowledged in one feed (as [`id_key`]s), and whether to leave them
+/// out.
 #[derive(Debug, Clone, Default)]
 pub struct Seen {
-    ids: Arc<HashSet<String>>,
+    ids: Arc<HashSet<u64>>,
     hide: bool,
+}
+
+/// An item's `id` (16 hex digits) as a number: sets of many ids hash and hold these, not
+/// strings. `None` for anything else.
+pub fn id_key(id: &str) -> Option<u64> {
+    (id.len() == 16)
+        .then(|| u64::from_str_radix(id, 16).ok())
+        .flatten()
 }
 
 impl Seen {
     /// `ids` as seen; left out of the selection when `hide`.
-    pub fn new(ids: Arc<HashSet<String>>, hide: bool) -> Seen {
+    pub fn new(ids: Arc<HashSet<u64>>, hide: bool) -> Seen {
         Seen { ids, hide }
     }
 
     /// Whether the item `id` is left out as seen.
     pub(super) fn hides(&self, id: &str) -> bool {
-        self.hide && self.ids.contains(id)
+        self.hide && id_key(id).is_some_and(|k| self.ids.contains(&k))
     }
 }
 

@@ -58,7 +58,7 @@ pub async fn open_view(
         .map(|i| crate::error::echo(&i.feed_url))
         .collect();
     let (marks, _) = readers.marks(&req.reader, &feeds).await?;
-    let mut seen: HashMap<String, Arc<HashSet<String>>> = feeds
+    let mut seen: HashMap<String, Arc<HashSet<u64>>> = feeds
         .iter()
         .zip(marks)
         .map(|(f, m)| (f.clone(), Arc::new(m.map(|m| m.ids()).unwrap_or_default())))
@@ -72,7 +72,8 @@ pub async fn open_view(
             )
         })?;
         for w in snapshot {
-            seen.insert(w.feed_url, Arc::new(w.seen.into_iter().collect()));
+            let ids = w.seen.iter().filter_map(|id| crate::feed::id_key(id));
+            seen.insert(w.feed_url, Arc::new(ids.collect()));
         }
     }
     Ok(Arc::new(View::new(
@@ -86,39 +87,38 @@ pub async fn open_view(
 /// What acknowledging `out` marks, per feed: its items (oldest first, so the newest are
 /// the last to go) and every other item of their duplicate groups.
 fn marked_by(out: &FetchOutput) -> Vec<(String, Vec<String>)> {
-    let mut order: Vec<(String, Vec<String>)> = Vec::new();
-    let mut at: HashMap<String, usize> = HashMap::new();
-    let mut taken: HashSet<(String, String)> = HashSet::new();
-    let mut add = |feed: &str, id: &str| {
-        if !taken.insert((feed.to_owned(), id.to_owned())) {
-            return;
-        }
-        let i = *at.entry(feed.to_owned()).or_insert_with(|| {
-            order.push((feed.to_owned(), Vec::new()));
-            order.len() - 1
-        });
-        order[i].1.push(id.to_owned());
-    };
     let here: HashSet<(&str, &str)> = out
         .feeds
         .iter()
         .flat_map(|f| f.items.iter().map(|i| (f.feed_url.as_str(), i.id.as_str())))
         .collect();
-    for f in &out.feeds {
-        for item in f.items.iter().rev() {
-            add(&f.feed_url, &item.id);
-        }
-    }
-    for group in &out.duplicates {
-        if group
-            .items
+    let items = out.feeds.iter().flat_map(|f| {
+        f.items
             .iter()
-            .any(|i| here.contains(&(i.feed_url.as_str(), i.id.as_str())))
-        {
-            for i in &group.items {
-                add(&i.feed_url, &i.id);
-            }
+            .rev()
+            .map(|i| (f.feed_url.as_str(), i.id.as_str()))
+    });
+    let groups = out
+        .duplicates
+        .iter()
+        .filter(|g| {
+            g.items
+                .iter()
+                .any(|i| here.contains(&(i.feed_url.as_str(), i.id.as_str())))
+        })
+        .flat_map(|g| g.items.iter().map(|i| (i.feed_url.as_str(), i.id.as_str())));
+    let mut order: Vec<(String, Vec<String>)> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    let mut taken: HashSet<(&str, &str)> = HashSet::with_capacity(here.len());
+    for (feed, id) in items.chain(groups) {
+        if !taken.insert((feed, id)) {
+            continue;
         }
+        let i = *at.entry(feed).or_insert_with(|| {
+            order.push((feed.to_owned(), Vec::new()));
+            order.len() - 1
+        });
+        order[i].1.push(id.to_owned());
     }
     order
 }
@@ -143,13 +143,18 @@ pub async fn deliver(ctx: &Context, view: &View, out: &mut FetchOutput) -> Resul
     let id = random_id();
     let feeds: Vec<DeliveredFeed> = marked_by(out)
         .into_iter()
-        .map(|(feed_url, ids)| DeliveredFeed {
-            present: view
-                .read_of(&feed_url)
-                .map(|r| r.present)
-                .unwrap_or_default(),
-            feed_url,
-            ids,
+        .map(|(feed_url, ids)| {
+            let marked: HashSet<u64> = ids.iter().filter_map(|i| crate::feed::id_key(i)).collect();
+            let others = view
+                .take_present(&feed_url)
+                .into_iter()
+                .filter(|id| crate::feed::id_key(id).is_none_or(|k| !marked.contains(&k)))
+                .collect();
+            DeliveredFeed {
+                feed_url,
+                ids,
+                others,
+            }
         })
         .collect();
     let walk = (out.next_cursor.is_some() && view.walk().is_none()).then(|| {

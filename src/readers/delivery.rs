@@ -20,8 +20,9 @@ pub(crate) struct DeliveredFeed {
     /// The ids acknowledging marks: the output's items of this feed and the other members
     /// of their duplicate groups, first to go first.
     pub ids: Vec<String>,
-    /// Every id of the feed's document as the delivery read it.
-    pub present: Vec<String>,
+    /// The other ids of the feed's document as the delivery read it (with `ids`, every id
+    /// of it).
+    pub others: Vec<String>,
 }
 
 /// The ids one feed's reading found marked, for the later pages of a walk.

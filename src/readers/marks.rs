@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::feed::id_key;
+
 /// The most ids kept per reader and feed.
 pub const MAX_MARKS_PER_FEED: usize = 10_000;
 /// The longest a mark is kept once its item has left the feed's latest document.
@@ -52,9 +54,9 @@ impl Marks {
         }
     }
 
-    /// The marked ids.
-    pub(crate) fn ids(&self) -> HashSet<String> {
-        self.marks.iter().map(|(id, _)| id.clone()).collect()
+    /// The marked ids, as [`id_key`]s.
+    pub(crate) fn ids(&self) -> HashSet<u64> {
+        self.marks.iter().filter_map(|(id, _)| id_key(id)).collect()
     }
 
     /// When the oldest and the newest mark were recorded.
@@ -77,7 +79,9 @@ impl Marks {
         let mut known = self.ids();
         let (mut new, mut already) = (0, 0);
         for id in ids {
-            if known.insert(id.clone()) {
+            // Only our own ids are ever marked; anything else is not one.
+            let Some(key) = id_key(id) else { continue };
+            if known.insert(key) {
                 self.marks.push((id.clone(), now_ms));
                 new += 1;
             } else {
@@ -130,6 +134,10 @@ mod tests {
         range.map(|i| format!("{i:016x}")).collect()
     }
 
+    fn keys(range: std::ops::Range<u32>) -> HashSet<u64> {
+        range.map(u64::from).collect()
+    }
+
     #[test]
     fn recording_twice_records_nothing_new() {
         let mut m = Marks::new("https://a.example/feed");
@@ -148,10 +156,10 @@ mod tests {
         let mut m = Marks::new("f");
         // Ten ids marked; the document now holds 6..10 and a later one 0..2 again.
         m.record(&ids(0..10), &ids(6..10), 1, 1, &small);
-        assert_eq!(m.ids(), ids(5..10).into_iter().collect());
+        assert_eq!(m.ids(), keys(5..10));
         // A document with more items than the bound: its oldest marks go, in order.
         m.record(&ids(10..20), &ids(10..20), 2, 2, &small);
-        assert_eq!(m.ids(), ids(15..20).into_iter().collect());
+        assert_eq!(m.ids(), keys(15..20));
     }
 
     #[test]
@@ -164,7 +172,7 @@ mod tests {
         m.record(&ids(0..4), &ids(0..4), 0, 0, &short);
         // Later, items 0 and 1 left the feed; 2 and 3 are still in it.
         m.record(&ids(4..5), &ids(2..5), 5000, 5000, &short);
-        assert_eq!(m.ids(), ids(2..5).into_iter().collect());
+        assert_eq!(m.ids(), keys(2..5));
         // An older document's reading never replaces a newer one's.
         m.record(&[], &ids(0..1), 10, 6000, &short);
         assert_eq!(m.latest, ids(2..5));

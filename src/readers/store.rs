@@ -166,6 +166,7 @@ impl Readers {
         read_ms: u64,
     ) -> Result<(usize, usize)> {
         let counts = std::sync::Mutex::new(Ok((0, 0)));
+        let present: Vec<String> = feed.ids.iter().chain(&feed.others).cloned().collect();
         let update = |cur: Option<&[u8]>, now: u64| {
             let mut marks = match cur.map(serde_json::from_slice::<Marks>) {
                 None => Marks::new(&feed.feed_url),
@@ -175,7 +176,7 @@ impl Readers {
                     return Change::Keep;
                 }
             };
-            let n = marks.record(&feed.ids, &feed.present, read_ms, now, &BOUNDS);
+            let n = marks.record(&feed.ids, &present, read_ms, now, &BOUNDS);
             *counts.lock().unwrap_or_else(|p| p.into_inner()) = Ok(n);
             Change::Put(to_bytes(&marks), None)
         };

@@ -22,7 +22,7 @@ pub(crate) struct Read {
 pub struct View {
     reader: ReaderId,
     /// Per feed (as the output names it), the ids counted as seen.
-    seen: HashMap<String, Arc<HashSet<String>>>,
+    seen: HashMap<String, Arc<HashSet<u64>>>,
     /// Leave the seen ids out (`--unseen`), or only report them.
     hide: bool,
     /// The walk of pages this run continues: its first page's delivery.
@@ -34,7 +34,7 @@ impl View {
     /// The view of `reader` with `seen` per feed; `hide` leaves those ids out.
     pub(crate) fn new(
         reader: ReaderId,
-        seen: HashMap<String, Arc<HashSet<String>>>,
+        seen: HashMap<String, Arc<HashSet<u64>>>,
         hide: bool,
         walk: Option<String>,
     ) -> View {
@@ -86,12 +86,14 @@ impl View {
         all
     }
 
-    /// What the reading of `feed_url` found, if it was read.
-    pub(crate) fn read_of(&self, feed_url: &str) -> Option<Read> {
+    /// Every id of `feed_url`'s document as its reading found it (empty if it was not
+    /// read), taken out of the view: a run is delivered once.
+    pub(crate) fn take_present(&self, feed_url: &str) -> Vec<String> {
         self.reads
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(feed_url)
-            .cloned()
+            .get_mut(feed_url)
+            .map(|r| std::mem::take(&mut r.present))
+            .unwrap_or_default()
     }
 }
