@@ -74,7 +74,8 @@ async fn an_mcp_delivery_is_acknowledged_by_rss_ack_from_another_process() {
     let acked = structured(&r);
     assert_eq!(acked, json!({"acknowledged": 0, "already_acknowledged": 3}));
     // A changed token is refused with USAGE_ERROR.
-    let bad = format!("{}A", &token[..token.len() - 1]);
+    let last = if token.ends_with('A') { 'B' } else { 'A' };
+    let bad = format!("{}{last}", &token[..token.len() - 1]);
     let r = call(&s, "ack_delivery", json!({"delivery_token": bad})).await;
     let e = error_object(&r);
     assert_eq!(e["code"], "USAGE_ERROR");
