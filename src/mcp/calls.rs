@@ -161,7 +161,10 @@ impl Server {
             serde_json::to_value(&out).map_err(|e| Error::internal_from("serializing", e))?;
         let token = out.delivery.as_ref().and_then(|d| d.token.clone());
         if let serde_json::Value::Object(map) = &mut value {
-            map.insert(tools::DELIVERY_TOKEN.to_owned(), serde_json::Value::from(token));
+            map.insert(
+                tools::DELIVERY_TOKEN.to_owned(),
+                serde_json::Value::from(token),
+            );
         }
         Ok(answer::result(summary, &value, failed))
     }
