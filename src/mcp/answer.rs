@@ -28,6 +28,17 @@ pub fn result<T: Serialize>(summary: String, out: &T, failed: bool) -> CallToolR
     r
 }
 
+/// A result whose every field is its answer (`ack_delivery`'s two counts, zero or not):
+/// the summary line, then `out` as JSON, not compacted.
+pub fn whole<T: Serialize>(summary: String, out: &T) -> CallToolResult {
+    let v = serde_json::to_value(out).unwrap_or(Value::Null);
+    let json = v.to_string();
+    let mut r =
+        CallToolResult::success(vec![ContentBlock::text(summary), ContentBlock::text(json)]);
+    r.structured_content = Some(v);
+    r
+}
+
 /// An error result: the error object as JSON, its message with its hint; a suggested
 /// `max_response_tokens` above the server's `cap` is not suggested.
 pub fn error(e: &Error, url: Option<&str>, cap: usize) -> CallToolResult {

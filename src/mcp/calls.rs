@@ -344,14 +344,13 @@ impl Server {
             ops::Caller::Client(scope.as_ref()),
         )
         .await?;
-        Ok(answer::result(
+        Ok(answer::whole(
             format!(
                 "{} recorded as seen; {} already were.",
                 crate::text::counted(out.acknowledged, "item"),
                 out.already_acknowledged
             ),
             &out,
-            false,
         ))
     }
 

@@ -256,11 +256,15 @@ impl ToolName {
             ToolName::AckDelivery => (
                 "Acknowledge a delivery",
                 "Record the items of a fetch_feed result as seen by its reader: pass its `delivery_token` \
-                 once the items are handled. Later fetch_feed calls with that `reader` and `unseen: true` \
+                 once the items are handled. Later fetch_feed calls with that reader and unseen: true \
                  leave them out. Answers `acknowledged` and `already_acknowledged` (the same token twice \
                  records nothing new). A changed, expired or unknown token is USAGE_ERROR and records nothing.",
                 object_schema::<AckDeliveryArgs>(),
-                output_schema(SchemaKind::Ack),
+                // Both counts are the answer: always there, zero or not.
+                Arc::new(match schema(SchemaKind::Ack) {
+                    Value::Object(map) => map,
+                    _ => JsonObject::new(),
+                }),
                 false,
             ),
         };
