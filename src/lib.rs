@@ -116,6 +116,43 @@ pub mod internals {
             .map_err(|e| e.code().as_str().to_owned())
     }
     pub use crate::feed::estimate_tokens;
+
+    /// A page's article metadata as `rss article` prints it (the extraction benchmark's
+    /// metadata check): title, authors, published, site name, language, lead image.
+    pub fn article_meta(html: &str, url: &str) -> Result<ArticleMeta, String> {
+        let url = url::Url::parse(url).map_err(|e| e.to_string())?;
+        let render = crate::feed::RenderOptions {
+            format: crate::feed::ContentFormat::None,
+            max_content_chars: None,
+        };
+        crate::article::read(html.as_bytes().into(), Some("text/html"), &url, render)
+            .map(|a| ArticleMeta {
+                title: a.meta.title,
+                authors: a.meta.authors,
+                published: a.meta.published,
+                site_name: a.meta.site_name,
+                language: a.meta.language,
+                lead_image: a.meta.lead_image,
+            })
+            .map_err(|e| e.code().as_str().to_owned())
+    }
+
+    /// The metadata fields of an article, as [`article_meta`] reads them.
+    #[derive(Debug, Clone, Default)]
+    pub struct ArticleMeta {
+        /// The article's title.
+        pub title: Option<String>,
+        /// Its authors.
+        pub authors: Vec<String>,
+        /// When it was published (UTC RFC 3339).
+        pub published: Option<String>,
+        /// The site's name.
+        pub site_name: Option<String>,
+        /// The page's language.
+        pub language: Option<String>,
+        /// The lead image's absolute URL.
+        pub lead_image: Option<String>,
+    }
     pub use crate::inputs::{list_lines, merge, opml_urls};
     pub use crate::output::compact::compact;
 

@@ -1,6 +1,14 @@
-//! The one extraction function: a page's HTML to its readable article, by a kept crate
-//! ([dom_smoothie](https://crates.io/crates/dom_smoothie), a port of Mozilla's Readability,
-//! chosen by measurement: `benches/extract-compare`). Swap the crate here and nowhere else.
+//! The one extraction function: a page's HTML to its readable article, by two kept crates
+//! that look for it in different ways, each checking the other:
+//! [dom_smoothie](https://crates.io/crates/dom_smoothie) (a port of Mozilla's Readability:
+//! the best-scoring container, kept whole with its structure, links and images) and
+//! [trafilatura](https://crates.io/crates/trafilatura) (a port of trafilatura: text blocks
+//! judged one by one, with its own Readability fallback). The article is dom_smoothie's,
+//! less each block of text that trafilatura did not find ([`agree`]); trafilatura's own when
+//! dom_smoothie found none, or the two chose different parts of the page. Chosen by measurement:
+//! `benches/extract-compare`.
+
+use std::collections::HashSet;
 
 use url::Url;
 
@@ -25,10 +33,55 @@ pub(crate) struct Extracted {
     pub image: Option<String>,
 }
 
-/// Extracts the article of `html`, a page read from `url`; `None` when the extractor finds
-/// none. Also whether the page looks like it has an article at all (Readability's
+/// A block of dom_smoothie's article is kept when at least this share of its word 4-grams
+/// are in trafilatura's text (a share, not all: the two crates space and join words a
+/// little differently at inline markup).
+const AGREEMENT: f64 = 0.3;
+
+/// Elements that hold a block of text; only the innermost are judged.
+const BLOCKS: &str =
+    "p, li, h1, h2, h3, h4, h5, h6, blockquote, pre, figcaption, dd, dt, td, th, div";
+
+/// Extracts the article of `html`, a page read from `url`; `None` when neither crate finds
+/// one. Also whether the page looks like it has an article at all (Readability's
 /// `isProbablyReaderable`), either way.
 pub(crate) fn extract(html: &str, url: &Url) -> (Option<Extracted>, bool) {
+    let (readability, readerable) = readability(html, url);
+    let blocks = trafilatura(html, url);
+    let found = match (readability, blocks) {
+        (Some(mut r), Some((text, tr_html, title))) => {
+            let theirs = tokens(&text);
+            let kept = agree(&r.html, &theirs);
+            let ours = tokens(&crate::feed::render::to_plain(&r.html)).len();
+            let agreed = tokens(&crate::feed::render::to_plain(&kept)).len();
+            // Most of dom_smoothie's article is not in trafilatura's, and what agrees is less
+            // than half of trafilatura's: the two chose different parts of the page, and
+            // trafilatura, which judges each block, is the more precise of the two.
+            if agreed * 2 < ours && agreed * 2 < theirs.len() {
+                r.html = tr_html;
+                r.title = r.title.or(title);
+            } else {
+                r.html = kept;
+            }
+            Some(r)
+        }
+        (Some(r), None) => Some(r),
+        (None, Some((_, tr_html, title))) => Some(Extracted {
+            html: tr_html,
+            title,
+            ..Extracted::default()
+        }),
+        (None, None) => None,
+    };
+    (found, readerable)
+}
+
+fn some(s: Option<String>) -> Option<String> {
+    s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+}
+
+/// dom_smoothie's article and metadata, and its `is_probably_readable`.
+fn readability(html: &str, url: &Url) -> (Option<Extracted>, bool) {
     let Ok(mut r) = dom_smoothie::Readability::new(html, Some(url.as_str()), None) else {
         return (None, false);
     };
@@ -36,7 +89,6 @@ pub(crate) fn extract(html: &str, url: &Url) -> (Option<Extracted>, bool) {
     let Ok(a) = r.parse() else {
         return (None, readerable);
     };
-    let some = |s: Option<String>| s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
     let extracted = Extracted {
         html: a.content.to_string(),
         title: some(Some(a.title)),
@@ -47,5 +99,77 @@ pub(crate) fn extract(html: &str, url: &Url) -> (Option<Extracted>, bool) {
         published: some(a.published_time),
         image: some(a.image),
     };
-    (Some(extracted), readerable)
+    let found = !a.text_content.trim().is_empty();
+    (found.then_some(extracted), readerable)
+}
+
+/// trafilatura's text, its HTML and its title; `None` when it finds no text.
+fn trafilatura(html: &str, url: &Url) -> Option<(String, String, Option<String>)> {
+    let opts = trafilatura::Options::default()
+        .with_fallback(true)
+        .with_url(url.clone());
+    let r = trafilatura::extract(html, &opts).ok()?;
+    if r.content_text.trim().is_empty() {
+        return None;
+    }
+    Some((r.content_text, r.content_html, some(Some(r.metadata.title))))
+}
+
+/// Word tokens, lower-cased (letters and digits; anything else separates).
+fn tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// `article` less its innermost text blocks that `theirs` (another extractor's tokens) does
+/// not hold: a block of four words or more by the share of its 4-grams found there, a
+/// shorter one (a heading, a list item) by its words appearing there in order.
+fn agree(article: &str, theirs: &[String]) -> String {
+    let grams: HashSet<&[String]> = theirs.windows(4.min(theirs.len().max(1))).collect();
+    let joined = format!(" {} ", theirs.join(" "));
+    let doc = dom_query::Document::fragment(article);
+    for block in doc.select(BLOCKS).iter() {
+        if block.select(BLOCKS).length() > 0 {
+            continue;
+        }
+        let t = tokens(&block.text());
+        if t.is_empty() {
+            continue;
+        }
+        let found = if t.len() < 4 {
+            joined.contains(&format!(" {} ", t.join(" ")))
+        } else {
+            let windows = t.len() - 3;
+            let hits = t.windows(4).filter(|g| grams.contains(g)).count();
+            hits as f64 >= AGREEMENT * windows as f64
+        };
+        if !found {
+            block.remove();
+        }
+    }
+    doc.html_root().inner_html().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_the_other_extractor_did_not_find_is_dropped() {
+        let article = "<div><h2>The keepers</h2><p>For ninety-one years the light was kept by one family.</p>\
+            <p>Sign up for our newsletter and get the best stories every week.</p>\
+            <ul><li>Share this</li><li>The last keeper left in 2012</li></ul></div>";
+        let theirs = tokens(
+            "The keepers. For ninety-one years the light was kept by one family. \
+             The last keeper left in 2012.",
+        );
+        let out = agree(article, &theirs);
+        assert!(out.contains("For ninety-one years"), "{out}");
+        assert!(out.contains("<h2>The keepers</h2>"), "{out}");
+        assert!(out.contains("The last keeper left in 2012"), "{out}");
+        assert!(!out.contains("newsletter"), "{out}");
+        assert!(!out.contains("Share this"), "{out}");
+    }
 }

@@ -19,8 +19,14 @@ use crate::error::{Error, Result};
 use crate::feed::{self, ContentFormat, RenderOptions};
 use crate::payload::Payload;
 
-/// Fewer words than this on a page Readability does not find readable is no article.
-const MIN_WORDS: usize = 100;
+/// Fewer words than this on a page Readability does not find readable is no article: a
+/// login wall or an error page says a dozen or two; the shortest news brief, three or four
+/// times that.
+const MIN_WORDS: usize = 30;
+
+/// More of the article's words than this share inside links, on a page Readability does not
+/// find readable, is an index page or a list of links.
+const MAX_LINK_SHARE: f64 = 0.5;
 
 /// A page read as an article: what the page says about itself (merged with what the
 /// extractor found), and the article.
@@ -138,9 +144,39 @@ fn looks_like_feed(body: &Payload, content_type: Option<&str>) -> bool {
         || t.starts_with('{')
 }
 
-/// Counts the words of plain text.
+/// Counts the words of plain text by Unicode word segmentation (UAX #29); each character of a
+/// script written without spaces between words (CJK, Thai, …) counts as one, as `--query`
+/// splits them.
 fn words(text: &str) -> usize {
-    text.split_whitespace().count()
+    use unicode_segmentation::UnicodeSegmentation;
+    text.unicode_words()
+        .map(|w| {
+            let cjk = w.chars().filter(|&c| feed::query::is_cjk(c)).count();
+            let rest = w.chars().any(|c| c.is_alphanumeric() && !feed::query::is_cjk(c));
+            if cjk == 0 { 1 } else { cjk + usize::from(rest) }
+        })
+        .sum()
+}
+
+/// `html` without its images: a text rendering carries the article's words, and an image's
+/// alt text is a description of a picture (often its file name), not one of them.
+fn without_images(html: &str) -> std::borrow::Cow<'_, str> {
+    use crate::html::{Token, Tokenizer};
+    if !html.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"<img")) {
+        return html.into();
+    }
+    let mut out = String::with_capacity(html.len());
+    let mut tokens = Tokenizer::new(html);
+    let mut from = 0;
+    while let Some(tok) = tokens.next() {
+        let to = tokens.offset();
+        if !matches!(&tok, Token::Start { name, .. } if name == "img") {
+            out.push_str(&html[from..to]);
+        }
+        from = to;
+    }
+    out.push_str(&html[from..]);
+    out.into()
 }
 
 /// The share of an article's text that is link text (an index page is mostly links).
@@ -206,7 +242,7 @@ pub(crate) fn read(
     };
     let text = feed::render::to_plain(&x.html);
     let word_count = words(&text);
-    if !readerable && (word_count < MIN_WORDS || link_share(&x.html) > 0.5) {
+    if !readerable && (word_count < MIN_WORDS || link_share(&x.html) > MAX_LINK_SHARE) {
         return Err(no_article(meta.title.clone().or(x.title)));
     }
     if word_count == 0 {
@@ -215,7 +251,9 @@ pub(crate) fn read(
     let content = match render.format {
         ContentFormat::None => None,
         ContentFormat::Html => Some(feed::render::sanitize_html(&x.html, Some(&base))),
-        ContentFormat::Text => Some(feed::render::to_text(&x.html, Some(&base)).unwrap_or(text)),
+        ContentFormat::Text => {
+            Some(feed::render::to_text(&without_images(&x.html), Some(&base)).unwrap_or(text))
+        }
         ContentFormat::Markdown => Some(
             feed::render::to_markdown(&x.html, Some(&base))
                 .unwrap_or_else(|_| feed::render::text_to_markdown(&text)),

@@ -97,7 +97,7 @@ fn every_rendering_of_an_article_is_safe() {
         assert!(!html.contains(bad), "{bad} in {html}");
     }
     assert!(
-        html.contains("href=\"https://coastal.example/donate\""),
+        html.contains("href=\"https://coastal.example/people/ingrid-andersen\""),
         "{html}"
     );
     let text = read_as(&body, Some("text/html"), ContentFormat::Text)
@@ -138,6 +138,53 @@ fn an_index_page_is_no_readable_content_and_names_the_page() {
     let d = e.details();
     assert_eq!(d["title"], "Coastal Notes — all stories");
     assert_eq!(d["readerable"], false);
+}
+
+#[test]
+fn words_are_counted_by_unicode_segmentation_and_each_cjk_character_counts() {
+    assert_eq!(words("The keeper's log, 1953: calm."), 5);
+    assert_eq!(words("海角灯塔的守灯人"), 8);
+    assert_eq!(words("日本語のテキスト"), 8);
+    assert_eq!(words("Skerry 灯塔 point"), 4);
+    assert_eq!(words("  — … "), 0);
+}
+
+#[test]
+fn issue_28_a_chinese_article_in_short_paragraphs_is_returned() {
+    let a = read_as(&fixture("zh.html"), Some("text/html"), ContentFormat::Text).unwrap();
+    let text = a.content.unwrap();
+    assert!(text.contains("守灯人在二零一二年离开"), "{text}");
+    assert!(a.word_count > 400, "{}", a.word_count);
+}
+
+#[test]
+fn issue_28_a_short_news_brief_is_returned() {
+    let a = read_as(&fixture("brief.html"), Some("text/html"), ContentFormat::Text).unwrap();
+    let text = a.content.unwrap();
+    assert!(text.contains("replace two expansion joints"), "{text}");
+    assert!(!text.contains("Subscribe"), "{text}");
+}
+
+#[test]
+fn a_login_wall_and_a_list_of_links_are_no_readable_content() {
+    for name in ["login.html", "links.html", "index.html"] {
+        let e = read_as(&fixture(name), Some("text/html"), ContentFormat::Text).unwrap_err();
+        assert_eq!(e.code().as_str(), "NO_READABLE_CONTENT", "{name}");
+    }
+}
+
+#[test]
+fn issue_28_the_text_rendering_carries_no_image_alt_text() {
+    let a = read_as(&fixture("story.html"), Some("text/html"), ContentFormat::Text).unwrap();
+    let text = a.content.unwrap();
+    assert!(!text.contains("A page of the 1953 logbook"), "{text}");
+    assert!(text.contains("The logbooks, now held by the county archive"), "{text}");
+    // Markdown keeps the image, alt text and all.
+    let md = read_as(&fixture("story.html"), Some("text/html"), ContentFormat::Markdown)
+        .unwrap()
+        .content
+        .unwrap();
+    assert!(md.contains("![A page of the 1953 logbook]("), "{md}");
 }
 
 #[test]

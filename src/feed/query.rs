@@ -57,7 +57,7 @@ enum Token {
 }
 
 /// Whether `c` is written without spaces between words (each one is a word here).
-fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3040..=0x30FF // Hiragana, Katakana
         | 0x3400..=0x4DBF // CJK Extension A

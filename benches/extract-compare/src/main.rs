@@ -1,218 +1,469 @@
-//! Article extraction side by side on the readability test pages: every candidate crate's
-//! raw output, scored by token F1 against each page's expected article text, with
-//! precision, recall and pages per second. Asserts nothing.
+//! Article extraction side by side, scored with the article-extraction benchmark's own metric
+//! (`score.rs`) on `shared/corpora/article-benchmark/` (181 news and blog pages with their
+//! full text): every candidate crate fed the same page, `rss`'s extraction in process in each
+//! rendering, `rss article` as a whole process over loopback, and, when installed
+//! (`tools/setup.sh`), Python trafilatura and Readability.js. Prints each candidate's F1,
+//! precision, recall, pages empty and median time, then the pages where they disagree most,
+//! then the same score and the metadata agreement on `readability-pages/` (a regression
+//! check: Readability's own tests). Asserts nothing.
+//!
+//!     cargo build --release && cargo run --release --manifest-path benches/extract-compare/Cargo.toml
+//!
+//! Flags: `--only WORD,…` (candidates whose name holds a word), `--runs N` (whole-process runs
+//! per page, default 3), `--no-process`, `--no-outside`, `--dump DIR` (each candidate's text
+//! per page), `--page ID` (one page's score per candidate), `--diag` (diagnostic columns).
 
-use std::collections::HashMap;
+mod outside;
+mod process;
+mod readability;
+mod score;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The corpus: `../shared/corpora/readability-pages/pages` from the repository's root, or
-/// the first argument.
-fn corpus() -> PathBuf {
-    std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/corpora/readability-pages/pages")
-    })
+use score::Counts;
+
+/// One candidate's output for one page.
+pub struct Output {
+    /// The text it extracted (empty: nothing).
+    pub text: String,
+    /// How long the extraction (or the whole process) took.
+    pub took: Duration,
 }
 
-/// The page URL the readability test suite gives every page.
-const PAGE_URL: &str = "http://fakehost/test/page.html";
+/// The corpora: `$RSS_CORPORA`, else the first `shared/corpora` beside an ancestor of this
+/// crate (the repository sits beside `shared/`).
+pub fn corpora() -> PathBuf {
+    if let Some(d) = std::env::var_os("RSS_CORPORA") {
+        return PathBuf::from(d);
+    }
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .map(|a| a.join("shared/corpora"))
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| panic!("no shared/corpora above {}", here.display()))
+}
 
 struct Page {
-    name: String,
-    source: String,
-    expected: Vec<String>,
+    id: String,
+    url: String,
+    path: PathBuf,
+    bytes: Vec<u8>,
+    /// The page decoded as UTF-8, as the benchmark feeds every extractor.
+    html: String,
+    truth: Vec<String>,
 }
 
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// Precision, recall and F1 of `got` against `want`, as bags of words.
-fn score(got: &[String], want: &[String]) -> (f64, f64, f64) {
-    let mut bag: HashMap<&str, i64> = HashMap::new();
-    for w in want {
-        *bag.entry(w).or_default() += 1;
-    }
-    let mut common = 0i64;
-    for w in got {
-        if let Some(n) = bag.get_mut(w.as_str())
-            && *n > 0
-        {
-            *n -= 1;
-            common += 1;
-        }
-    }
-    if got.is_empty() || want.is_empty() {
-        let both = got.is_empty() && want.is_empty();
-        return if both { (1.0, 1.0, 1.0) } else { (0.0, 0.0, 0.0) };
-    }
-    let p = common as f64 / got.len() as f64;
-    let r = common as f64 / want.len() as f64;
-    let f = if p + r == 0.0 { 0.0 } else { 2.0 * p * r / (p + r) };
-    (p, r, f)
-}
-
-fn load() -> Vec<Page> {
-    let dir = corpus();
-    let mut pages = Vec::new();
-    let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-        .map(|e| e.path())
+fn load(dir: &Path) -> Vec<Page> {
+    let truth: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("ground-truth.json")).expect("truth"))
+            .expect("truth json");
+    let mut pages: Vec<Page> = truth
+        .as_object()
+        .expect("an object")
+        .iter()
+        .map(|(id, v)| {
+            let path = dir.join("html").join(format!("{id}.html"));
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            Page {
+                id: id.clone(),
+                url: v["url"].as_str().unwrap_or("http://example.com/").to_owned(),
+                html: String::from_utf8_lossy(&bytes).into_owned(),
+                path,
+                bytes,
+                truth: score::tokens(v["articleBody"].as_str().unwrap_or("")),
+            }
+        })
         .collect();
-    names.sort();
-    for p in names {
-        let meta: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(p.join("expected-metadata.json")).unwrap())
-                .unwrap();
-        if meta["readerable"] != true {
-            continue;
-        }
-        let source = String::from_utf8_lossy(&std::fs::read(p.join("source.html")).unwrap())
-            .into_owned();
-        let expected = std::fs::read_to_string(p.join("expected.html")).unwrap();
-        pages.push(Page {
-            name: p.file_name().unwrap().to_string_lossy().into_owned(),
-            expected: words(&rss::internals::html_to_plain(&expected)),
-            source,
-        });
-    }
+    pages.sort_by(|a, b| a.id.cmp(&b.id));
     pages
 }
 
-type Extract = fn(&str) -> String;
+/// An in-process candidate: the page's HTML and URL to its text.
+pub type Extract = fn(&str, &str) -> String;
 
-fn dom_smoothie(html: &str) -> String {
-    let mut r = match dom_smoothie::Readability::new(html, Some(PAGE_URL), None) {
-        Ok(r) => r,
-        Err(_) => return String::new(),
+pub fn dom_smoothie(html: &str, url: &str) -> String {
+    let cfg = dom_smoothie::Config {
+        text_mode: dom_smoothie::TextMode::Formatted,
+        ..Default::default()
     };
-    r.parse().map(|a| a.content.to_string()).unwrap_or_default()
-}
-
-fn trafilatura(html: &str) -> String {
-    let opts = trafilatura::Options::default()
-        .with_url(url::Url::parse(PAGE_URL).unwrap());
-    trafilatura::extract(html, &opts)
-        .map(|r| r.content_html)
+    dom_smoothie::Readability::new(html, Some(url), Some(cfg))
+        .ok()
+        .and_then(|mut r| r.parse().ok())
+        .map(|a| a.text_content.to_string())
         .unwrap_or_default()
 }
 
-fn trafilatura_fallback(html: &str) -> String {
-    let opts = trafilatura::Options::default()
-        .with_url(url::Url::parse(PAGE_URL).unwrap())
-        .with_fallback(true);
+pub fn trafilatura(html: &str, url: &str) -> String {
+    let mut opts = trafilatura::Options::default().with_fallback(true);
+    if let Ok(u) = url::Url::parse(url) {
+        opts = opts.with_url(u);
+    }
     trafilatura::extract(html, &opts)
-        .map(|r| r.content_html)
+        .map(|r| r.content_text)
         .unwrap_or_default()
 }
 
-fn rs_trafilatura(html: &str) -> String {
+fn rs_trafilatura(html: &str, url: &str) -> String {
     let opts = rs_trafilatura::Options {
-        url: Some(PAGE_URL.to_owned()),
+        url: Some(url.to_owned()),
         ..rs_trafilatura::Options::default()
     };
-    match rs_trafilatura::extract_with_options(html, &opts) {
-        Ok(r) => r.content_html.unwrap_or(r.content_text),
-        Err(_) => String::new(),
+    rs_trafilatura::extract_with_options(html, &opts)
+        .map(|r| r.content_text)
+        .unwrap_or_default()
+}
+
+pub fn rss_text(html: &str, url: &str) -> String {
+    rss::internals::article_content(html, url, rss::ContentFormat::Text).unwrap_or_default()
+}
+
+/// Markdown's words: the text of its rendering, its syntax left out (link addresses, and
+/// images, whose alt text is an attribute of the markup, not the article's words).
+fn rss_markdown(html: &str, url: &str) -> String {
+    let md = rss::internals::article_content(html, url, rss::ContentFormat::Markdown)
+        .unwrap_or_default();
+    let mut out = String::new();
+    let mut image = 0usize;
+    for ev in pulldown_cmark::Parser::new(&md) {
+        use pulldown_cmark::{Event, Tag, TagEnd};
+        match ev {
+            Event::Start(Tag::Image { .. }) => image += 1,
+            Event::End(TagEnd::Image) => image = image.saturating_sub(1),
+            Event::Text(_) | Event::Code(_) if image > 0 => {}
+            Event::Text(t) | Event::Code(t) => out.push_str(&t),
+            Event::SoftBreak | Event::HardBreak => out.push(' '),
+            Event::End(TagEnd::Paragraph | TagEnd::Heading(_) | TagEnd::Item) => out.push('\n'),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn rss_html(html: &str, url: &str) -> String {
+    let h = rss::internals::article_content(html, url, rss::ContentFormat::Html).unwrap_or_default();
+    rss::internals::html_to_plain(&h)
+}
+
+fn dom_smoothie_html(html: &str, url: &str) -> String {
+    dom_smoothie::Readability::new(html, Some(url), None)
+        .ok()
+        .and_then(|mut r| r.parse().ok())
+        .map(|a| rss::internals::html_to_plain(&a.content))
+        .unwrap_or_default()
+}
+
+fn trafilatura_opts(url: &str, fallback: bool) -> trafilatura::Options {
+    let mut opts = trafilatura::Options::default().with_fallback(fallback);
+    if let Ok(u) = url::Url::parse(url) {
+        opts = opts.with_url(u);
+    }
+    opts
+}
+
+fn trafilatura_html(html: &str, url: &str) -> String {
+    trafilatura::extract(html, &trafilatura_opts(url, true))
+        .map(|r| rss::internals::html_to_plain(&r.content_html))
+        .unwrap_or_default()
+}
+
+fn trafilatura_bare(html: &str, url: &str) -> String {
+    trafilatura::extract(html, &trafilatura_opts(url, false))
+        .map(|r| r.content_text)
+        .unwrap_or_default()
+}
+
+/// trafilatura with dom_smoothie's article as its Readability candidate.
+fn trafilatura_ds(html: &str, url: &str) -> String {
+    let ds = dom_smoothie::Readability::new(html, Some(url), None)
+        .ok()
+        .and_then(|mut r| r.parse().ok())
+        .map(|a| a.content.to_string());
+    let mut opts = trafilatura_opts(url, true);
+    let mut c = trafilatura::FallbackCandidates::default();
+    c.readability_html = ds;
+    opts = opts.with_fallback_candidates(c);
+    trafilatura::extract(html, &opts)
+        .map(|r| r.content_text)
+        .unwrap_or_default()
+}
+
+fn whole_page(html: &str, _url: &str) -> String {
+    rss::internals::html_to_plain(html)
+}
+
+/// The rss columns in process, and the crates: fed the same decoded page.
+fn in_process() -> Vec<(&'static str, Extract)> {
+    vec![
+        ("rss article --content text", rss_text),
+        ("rss --content markdown (words)", rss_markdown),
+        ("rss --content html (words)", rss_html),
+        ("dom_smoothie 0.19 (text, formatted)", dom_smoothie),
+        ("trafilatura 0.6 (fallback on)", trafilatura),
+        ("rs-trafilatura 0.2", rs_trafilatura),
+        ("all the page's text (floor)", whole_page),
+    ]
+}
+
+/// Diagnostic columns (`--diag`): the crates' HTML as words, trafilatura without its
+/// fallback, and with dom_smoothie's article as its Readability candidate (the crate's own
+/// way of combining the two, which measured below `rss`'s).
+fn diagnostics() -> Vec<(&'static str, Extract)> {
+    vec![
+        ("diag dom_smoothie html", dom_smoothie_html),
+        ("diag trafilatura html", trafilatura_html),
+        ("diag trafilatura no fallback", trafilatura_bare),
+        ("diag trafilatura + dom_smoothie candidate", trafilatura_ds),
+    ]
+}
+
+struct Args {
+    only: Vec<String>,
+    runs: usize,
+    process: bool,
+    outside: bool,
+    dump: Option<PathBuf>,
+    page: Option<String>,
+    diag: bool,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        only: Vec::new(),
+        runs: 3,
+        process: true,
+        outside: true,
+        dump: None,
+        page: None,
+        diag: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(x) = it.next() {
+        match x.as_str() {
+            "--only" => {
+                a.only = it.next().unwrap_or_default().split(',').map(str::to_lowercase).collect()
+            }
+            "--runs" => a.runs = it.next().and_then(|n| n.parse().ok()).unwrap_or(3),
+            "--no-process" => a.process = false,
+            "--no-outside" => a.outside = false,
+            "--dump" => a.dump = it.next().map(PathBuf::from),
+            "--page" => a.page = it.next(),
+            "--diag" => a.diag = true,
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    a
+}
+
+impl Args {
+    fn wants(&self, name: &str) -> bool {
+        let n = name.to_lowercase();
+        self.only.is_empty() || self.only.iter().any(|w| n.contains(w.as_str()))
     }
 }
 
-fn readable_readability(html: &str) -> String {
-    let (node, _) = readable_readability::Readability::new()
-        .base_url(url::Url::parse(PAGE_URL).ok())
-        .parse(html);
-    node.to_string()
+/// A candidate's outputs over the corpus, scored.
+struct Column {
+    name: String,
+    outputs: Vec<Output>,
+    counts: Vec<Counts>,
 }
 
-fn rss_article(html: &str) -> String {
-    rss::internals::article_content(html, PAGE_URL, rss::ContentFormat::Html).unwrap_or_default()
-}
-
-fn rss_article_text(html: &str) -> String {
-    rss::internals::article_content(html, PAGE_URL, rss::ContentFormat::Text).unwrap_or_default()
-}
-
-fn rss_article_markdown(html: &str) -> String {
-    rss::internals::article_content(html, PAGE_URL, rss::ContentFormat::Markdown)
-        .unwrap_or_default()
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
 fn main() {
-    let pages = load();
-    println!("{} readerable pages", pages.len());
-    let candidates: Vec<(&str, Extract)> = vec![
-        ("dom_smoothie 0.19", dom_smoothie),
-        ("trafilatura 0.6", trafilatura),
-        ("trafilatura 0.6 +fallback", trafilatura_fallback),
-        ("rs-trafilatura 0.2", rs_trafilatura),
-        ("readable-readability 0.4", readable_readability),
-        ("rss article (--content html)", rss_article),
-        ("rss article (--content text)", rss_article_text),
-        ("rss article (--content markdown)", rss_article_markdown),
-    ];
-    let only = std::env::args().nth(2);
-    if let Some(name) = only.as_deref().and_then(|o| o.strip_prefix("diff:")) {
-        let page = pages.iter().find(|p| p.name == name).expect("a page of that name");
-        let theirs = words(&rss::internals::html_to_plain(&dom_smoothie(&page.source)));
-        let ours = words(&rss_article_text(&page.source));
-        let bag = |v: &[String]| {
-            let mut m: HashMap<String, i64> = HashMap::new();
-            for w in v {
-                *m.entry(w.clone()).or_default() += 1;
+    let a = args();
+    let dir = corpora().join("article-benchmark");
+    let pages = load(&dir);
+    println!("{} pages of {}", pages.len(), dir.display());
+    let mut columns: Vec<(String, Vec<Output>)> = Vec::new();
+    let diag = if a.diag { diagnostics() } else { Vec::new() };
+    for (name, extract) in in_process().into_iter().chain(diag) {
+        if !a.wants(name) {
+            continue;
+        }
+        let outputs = pages
+            .iter()
+            .map(|p| {
+                let started = Instant::now();
+                let text = std::panic::catch_unwind(|| extract(&p.html, &p.url)).unwrap_or_default();
+                Output {
+                    text,
+                    took: started.elapsed(),
+                }
+            })
+            .collect();
+        columns.push((name.to_owned(), outputs));
+    }
+    if a.outside {
+        let list: Vec<(PathBuf, String)> =
+            pages.iter().map(|p| (p.path.clone(), p.url.clone())).collect();
+        for (name, cmd) in outside::commands() {
+            if !a.wants(name) {
+                continue;
             }
-            m
-        };
-        let (t, o) = (bag(&theirs), bag(&ours));
-        let mut missing: Vec<_> = t.iter().filter(|(w, n)| o.get(*w).copied().unwrap_or(0) < **n).map(|(w, n)| (w.clone(), n - o.get(w).copied().unwrap_or(0))).collect();
-        let mut extra: Vec<_> = o.iter().filter(|(w, n)| t.get(*w).copied().unwrap_or(0) < **n).map(|(w, n)| (w.clone(), n - t.get(w).copied().unwrap_or(0))).collect();
-        missing.sort_by(|a, b| b.1.cmp(&a.1));
-        extra.sort_by(|a, b| b.1.cmp(&a.1));
-        std::fs::write("/tmp/theirs.html", dom_smoothie(&page.source)).unwrap();
-        std::fs::write("/tmp/ours.txt", rss_article_text(&page.source)).unwrap();
-        std::fs::write("/tmp/ours.md", rss_article_markdown(&page.source)).unwrap();
-        println!("theirs {} words, ours {}", theirs.len(), ours.len());
-        println!("missing from ours: {:?}", &missing[..missing.len().min(40)]);
-        println!("extra in ours: {:?}", &extra[..extra.len().min(40)]);
+            match cmd.and_then(|c| outside::run(c, &list)) {
+                Ok(outputs) => columns.push((name.to_owned(), outputs)),
+                Err(e) => println!("skipped {name}: {e}"),
+            }
+        }
+    }
+    let process_name = "rss article --content text (whole process)";
+    if a.process && a.wants(process_name) {
+        match process::binary() {
+            Ok(bin) => {
+                let bodies = pages.iter().map(|p| p.bytes.clone()).collect();
+                columns.push((process_name.to_owned(), process::run(&bin, bodies, a.runs)));
+            }
+            Err(e) => println!("skipped {process_name}: {e}"),
+        }
+    }
+    let columns: Vec<Column> = columns
+        .into_iter()
+        .map(|(name, outputs)| {
+            let counts = outputs
+                .iter()
+                .zip(&pages)
+                .map(|(o, p)| Counts::of(&score::tokens(&o.text), &p.truth))
+                .collect();
+            Column {
+                name,
+                outputs,
+                counts,
+            }
+        })
+        .collect();
+    if let Some(d) = &a.dump {
+        dump(d, &pages, &columns);
+    }
+    if let Some(id) = &a.page {
+        one_page(id, &pages, &columns);
         return;
     }
-    for (name, extract) in candidates {
-        let (mut fs, mut ps, mut rs) = (0.0, 0.0, 0.0);
-        let mut took = Duration::ZERO;
-        let mut worst: Vec<(f64, &str)> = Vec::new();
-        for page in &pages {
-            let started = Instant::now();
-            let html = std::panic::catch_unwind(|| extract(&page.source)).unwrap_or_default();
-            took += started.elapsed();
-            // Text and markdown are scored as they are (a `<` in them is no tag).
-            let got = if name.contains("text") || name.contains("markdown") {
-                words(&html)
-            } else {
-                words(&rss::internals::html_to_plain(&html))
-            };
-            let (p, r, f) = score(&got, &page.expected);
-            fs += f;
-            ps += p;
-            rs += r;
-            worst.push((f, &page.name));
-        }
-        let n = pages.len() as f64;
-        worst.sort_by(|a, b| a.0.total_cmp(&b.0));
+    println!(
+        "\n{:<44} {:>6} {:>9} {:>7} {:>6} {:>10}",
+        "candidate", "F1", "precision", "recall", "empty", "median ms"
+    );
+    for c in &columns {
+        let (f, p, r) = score::corpus(&c.counts);
+        let empty = c.outputs.iter().filter(|o| score::tokens(&o.text).is_empty()).count();
+        let ms = median(c.outputs.iter().map(|o| o.took).collect()).as_secs_f64() * 1000.0;
         println!(
-            "{name:<28} F1 {:.3}  precision {:.3}  recall {:.3}  {:>6.1} pages/s",
-            fs / n,
-            ps / n,
-            rs / n,
-            n / took.as_secs_f64()
+            "{:<44} {f:>6.3} {p:>9.3} {r:>7.3} {empty:>6} {ms:>10.1}",
+            c.name
         );
-        if only.as_deref() == Some(name) || only.as_deref() == Some("worst") {
-            for (f, name) in worst.iter().take(8) {
-                println!("    {f:.3} {name}");
-            }
+    }
+    disagreements(&pages, &columns);
+    readability::report(&corpora().join("readability-pages/pages"), &a);
+}
+
+/// The pages where the extractors' own F1s spread the most (the floor and rss's other
+/// renderings left out), and where rss falls furthest below the best of them.
+fn disagreements(pages: &[Page], columns: &[Column]) {
+    let judged: Vec<&Column> = columns
+        .iter()
+        .filter(|c| {
+            !c.name.contains("floor") && !c.name.contains("(words)") && !c.name.starts_with("diag")
+        })
+        .collect();
+    if judged.len() < 2 {
+        return;
+    }
+    let short: Vec<String> = judged.iter().map(|c| abbreviate(&c.name)).collect();
+    let mut rows: Vec<(f64, usize)> = (0..pages.len())
+        .map(|i| {
+            let f: Vec<f64> = judged.iter().map(|c| c.counts[i].f1()).collect();
+            let hi = f.iter().copied().fold(0.0, f64::max);
+            let lo = f.iter().copied().fold(1.0, f64::min);
+            (hi - lo, i)
+        })
+        .collect();
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+    println!("\npages where the candidates disagree most (per-page F1):");
+    println!("{:<10} {}", "page", short.join(" "));
+    for &(_, i) in rows.iter().take(15) {
+        let cells: Vec<String> = judged
+            .iter()
+            .zip(&short)
+            .map(|(c, s)| format!("{:>w$.2}", c.counts[i].f1(), w = s.len()))
+            .collect();
+        println!("{:<10} {}", &pages[i].id[..8], cells.join(" "));
+    }
+    if let Some(ours) = judged.iter().position(|c| c.name == "rss article --content text") {
+        let mut behind: Vec<(f64, usize, usize)> = (0..pages.len())
+            .map(|i| {
+                let (best, who) = judged
+                    .iter()
+                    .enumerate()
+                    .map(|(k, c)| (c.counts[i].f1(), k))
+                    .fold((0.0, 0), |a, b| if b.0 > a.0 { b } else { a });
+                (best - judged[ours].counts[i].f1(), i, who)
+            })
+            .filter(|r| r.0 > 0.02)
+            .collect();
+        behind.sort_by(|a, b| b.0.total_cmp(&a.0));
+        println!(
+            "\n{} pages where rss text is > 0.02 below the best candidate; the worst:",
+            behind.len()
+        );
+        for &(gap, i, who) in behind.iter().take(10) {
+            println!(
+                "  {} -{gap:.2} (rss {:.2}, best {})",
+                &pages[i].id[..8],
+                judged[ours].counts[i].f1(),
+                short[who]
+            );
+        }
+    }
+}
+
+fn abbreviate(name: &str) -> String {
+    let s: String = name
+        .split(|c: char| c == ' ' || c == '(')
+        .filter(|w| !w.is_empty())
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    if name.contains("whole process") {
+        "rss process".into()
+    } else {
+        s
+    }
+}
+
+fn one_page(id: &str, pages: &[Page], columns: &[Column]) {
+    let Some(i) = pages.iter().position(|p| p.id.starts_with(id)) else {
+        println!("no page {id}");
+        return;
+    };
+    println!("{} {}", pages[i].id, pages[i].url);
+    for c in columns {
+        let k = &c.counts[i];
+        println!(
+            "  {:<44} F1 {:.3}  precision {:.3}  recall {:.3}  {} tokens",
+            c.name,
+            k.f1(),
+            k.precision().unwrap_or(0.0),
+            k.recall().unwrap_or(0.0),
+            score::tokens(&c.outputs[i].text).len()
+        );
+    }
+}
+
+fn dump(dir: &Path, pages: &[Page], columns: &[Column]) {
+    for c in columns {
+        let slug: String = c
+            .name
+            .chars()
+            .map(|ch| if ch.is_alphanumeric() { ch } else { '-' })
+            .collect();
+        let d = dir.join(slug);
+        std::fs::create_dir_all(&d).expect("dump dir");
+        for (o, p) in c.outputs.iter().zip(pages) {
+            std::fs::write(d.join(format!("{}.txt", &p.id[..8])), &o.text).expect("dump");
         }
     }
 }
