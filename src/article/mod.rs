@@ -152,7 +152,9 @@ fn words(text: &str) -> usize {
     text.unicode_words()
         .map(|w| {
             let cjk = w.chars().filter(|&c| feed::query::is_cjk(c)).count();
-            let rest = w.chars().any(|c| c.is_alphanumeric() && !feed::query::is_cjk(c));
+            let rest = w
+                .chars()
+                .any(|c| c.is_alphanumeric() && !feed::query::is_cjk(c));
             if cjk == 0 { 1 } else { cjk + usize::from(rest) }
         })
         .sum()
@@ -162,7 +164,11 @@ fn words(text: &str) -> usize {
 /// alt text is a description of a picture (often its file name), not one of them.
 fn without_images(html: &str) -> std::borrow::Cow<'_, str> {
     use crate::html::{Token, Tokenizer};
-    if !html.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"<img")) {
+    if !html
+        .as_bytes()
+        .windows(4)
+        .any(|w| w.eq_ignore_ascii_case(b"<img"))
+    {
         return html.into();
     }
     let mut out = String::with_capacity(html.len());

@@ -159,9 +159,17 @@ fn issue_28_a_chinese_article_in_short_paragraphs_is_returned() {
 
 #[test]
 fn issue_28_a_short_news_brief_is_returned() {
-    let a = read_as(&fixture("brief.html"), Some("text/html"), ContentFormat::Text).unwrap();
+    let a = read_as(
+        &fixture("brief.html"),
+        Some("text/html"),
+        ContentFormat::Text,
+    )
+    .unwrap();
     let text = a.content.unwrap();
-    assert!(text.contains("Engineers will replace two expansion joints"), "{text}");
+    assert!(
+        text.contains("Engineers will replace two expansion joints"),
+        "{text}"
+    );
     assert!(text.contains("allow an extra half hour"), "{text}");
     assert!(!text.contains("Subscribe"), "{text}");
 }
@@ -176,15 +184,27 @@ fn a_login_wall_and_a_list_of_links_are_no_readable_content() {
 
 #[test]
 fn issue_28_the_text_rendering_carries_no_image_alt_text() {
-    let a = read_as(&fixture("story.html"), Some("text/html"), ContentFormat::Text).unwrap();
+    let a = read_as(
+        &fixture("story.html"),
+        Some("text/html"),
+        ContentFormat::Text,
+    )
+    .unwrap();
     let text = a.content.unwrap();
     assert!(!text.contains("A page of the 1953 logbook"), "{text}");
-    assert!(text.contains("The logbooks, now held by the county archive"), "{text}");
+    assert!(
+        text.contains("The logbooks, now held by the county archive"),
+        "{text}"
+    );
     // Markdown keeps the image, alt text and all.
-    let md = read_as(&fixture("story.html"), Some("text/html"), ContentFormat::Markdown)
-        .unwrap()
-        .content
-        .unwrap();
+    let md = read_as(
+        &fixture("story.html"),
+        Some("text/html"),
+        ContentFormat::Markdown,
+    )
+    .unwrap()
+    .content
+    .unwrap();
     assert!(md.contains("![A page of the 1953 logbook]("), "{md}");
 }
 

@@ -67,7 +67,10 @@ fn load(dir: &Path) -> Vec<Page> {
             let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             Page {
                 id: id.clone(),
-                url: v["url"].as_str().unwrap_or("http://example.com/").to_owned(),
+                url: v["url"]
+                    .as_str()
+                    .unwrap_or("http://example.com/")
+                    .to_owned(),
                 html: String::from_utf8_lossy(&bytes).into_owned(),
                 path,
                 bytes,
@@ -141,7 +144,8 @@ fn rss_markdown(html: &str, url: &str) -> String {
 }
 
 fn rss_html(html: &str, url: &str) -> String {
-    let h = rss::internals::article_content(html, url, rss::ContentFormat::Html).unwrap_or_default();
+    let h =
+        rss::internals::article_content(html, url, rss::ContentFormat::Html).unwrap_or_default();
     rss::internals::html_to_plain(&h)
 }
 
@@ -241,7 +245,12 @@ fn args() -> Args {
     while let Some(x) = it.next() {
         match x.as_str() {
             "--only" => {
-                a.only = it.next().unwrap_or_default().split(',').map(str::to_lowercase).collect()
+                a.only = it
+                    .next()
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(str::to_lowercase)
+                    .collect()
             }
             "--runs" => a.runs = it.next().and_then(|n| n.parse().ok()).unwrap_or(3),
             "--no-process" => a.process = false,
@@ -289,7 +298,8 @@ fn main() {
             .iter()
             .map(|p| {
                 let started = Instant::now();
-                let text = std::panic::catch_unwind(|| extract(&p.html, &p.url)).unwrap_or_default();
+                let text =
+                    std::panic::catch_unwind(|| extract(&p.html, &p.url)).unwrap_or_default();
                 Output {
                     text,
                     took: started.elapsed(),
@@ -299,8 +309,10 @@ fn main() {
         columns.push((name.to_owned(), outputs));
     }
     if a.outside {
-        let list: Vec<(PathBuf, String)> =
-            pages.iter().map(|p| (p.path.clone(), p.url.clone())).collect();
+        let list: Vec<(PathBuf, String)> = pages
+            .iter()
+            .map(|p| (p.path.clone(), p.url.clone()))
+            .collect();
         for (name, cmd) in outside::commands() {
             if !a.wants(name) {
                 continue;
@@ -349,7 +361,11 @@ fn main() {
     );
     for c in &columns {
         let (f, p, r) = score::corpus(&c.counts);
-        let empty = c.outputs.iter().filter(|o| score::tokens(&o.text).is_empty()).count();
+        let empty = c
+            .outputs
+            .iter()
+            .filter(|o| score::tokens(&o.text).is_empty())
+            .count();
         let ms = median(c.outputs.iter().map(|o| o.took).collect()).as_secs_f64() * 1000.0;
         println!(
             "{:<44} {f:>6.3} {p:>9.3} {r:>7.3} {empty:>6} {ms:>10.1}",
@@ -392,7 +408,10 @@ fn disagreements(pages: &[Page], columns: &[Column]) {
             .collect();
         println!("{:<10} {}", &pages[i].id[..8], cells.join(" "));
     }
-    if let Some(ours) = judged.iter().position(|c| c.name == "rss article --content text") {
+    if let Some(ours) = judged
+        .iter()
+        .position(|c| c.name == "rss article --content text")
+    {
         let mut behind: Vec<(f64, usize, usize)> = (0..pages.len())
             .map(|i| {
                 let (best, who) = judged

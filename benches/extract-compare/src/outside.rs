@@ -12,13 +12,15 @@ use crate::Output;
 
 /// Where `tools/setup.sh` installs the outside extractors.
 fn tools_dir() -> PathBuf {
-    std::env::var_os("EXTRACT_TOOLS").map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/extract-tools")
-    })
+    std::env::var_os("EXTRACT_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/extract-tools"))
 }
 
 fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tools").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tools")
+        .join(name)
 }
 
 /// The command for each outside extractor that is installed, or why it is skipped.
@@ -38,7 +40,10 @@ pub fn commands() -> Vec<(&'static str, Result<Command, String>)> {
         c.arg(script("readability_js.mjs")).arg(&modules);
         Ok(c)
     } else {
-        Err(format!("no {}/node_modules/jsdom (run tools/setup.sh)", modules.display()))
+        Err(format!(
+            "no {}/node_modules/jsdom (run tools/setup.sh)",
+            modules.display()
+        ))
     };
     vec![
         ("Python trafilatura 2.2", py),

@@ -14,13 +14,16 @@ use crate::Output;
 
 /// The `rss` binary: `$RSS_BIN`, else the repository's release build.
 pub fn binary() -> Result<PathBuf, String> {
-    let bin = std::env::var_os("RSS_BIN").map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/rss")
-    });
+    let bin = std::env::var_os("RSS_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/rss"));
     if bin.exists() {
         Ok(bin)
     } else {
-        Err(format!("no {} (cargo build --release first)", bin.display()))
+        Err(format!(
+            "no {} (cargo build --release first)",
+            bin.display()
+        ))
     }
 }
 
@@ -83,7 +86,15 @@ pub fn run(bin: &Path, bodies: Vec<Vec<u8>>, runs: usize) -> Vec<Output> {
         for run in 0..runs.max(1) {
             let started = Instant::now();
             let o = Command::new(bin)
-                .args(["article", &url, "--content", "text", "--format", "json", "--no-cache"])
+                .args([
+                    "article",
+                    &url,
+                    "--content",
+                    "text",
+                    "--format",
+                    "json",
+                    "--no-cache",
+                ])
                 .arg("--cache-dir")
                 .arg(&cache)
                 .arg("--no-host-state")
@@ -93,7 +104,10 @@ pub fn run(bin: &Path, bodies: Vec<Vec<u8>>, runs: usize) -> Vec<Output> {
             times.push(started.elapsed());
             if run == 0 {
                 let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
-                text = v["articles"][0]["content"].as_str().unwrap_or("").to_owned();
+                text = v["articles"][0]["content"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned();
             }
         }
         times.sort();

@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use crate::score::{self, Counts};
 use crate::Args;
+use crate::score::{self, Counts};
 
 /// The URL the readability test suite gives every page.
 const PAGE_URL: &str = "http://fakehost/test/page.html";
@@ -30,8 +30,8 @@ fn load(dir: &Path) -> Vec<Page> {
             let meta: serde_json::Value =
                 serde_json::from_slice(&std::fs::read(p.join("expected-metadata.json")).ok()?)
                     .ok()?;
-            let html = String::from_utf8_lossy(&std::fs::read(p.join("source.html")).ok()?)
-                .into_owned();
+            let html =
+                String::from_utf8_lossy(&std::fs::read(p.join("source.html")).ok()?).into_owned();
             let expected = std::fs::read_to_string(p.join("expected.html")).unwrap_or_default();
             Some(Page {
                 name: p.file_name()?.to_string_lossy().into_owned(),
@@ -44,7 +44,10 @@ fn load(dir: &Path) -> Vec<Page> {
 }
 
 fn norm(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }
 
 /// Prints the regression check.
@@ -85,15 +88,24 @@ pub fn report(dir: &Path, a: &Args) {
             empty.len(),
             empty
         );
-        let mut worst: Vec<(f64, &str)> =
-            counts.iter().zip(&readerable).map(|(c, p)| (c.f1(), p.name.as_str())).collect();
+        let mut worst: Vec<(f64, &str)> = counts
+            .iter()
+            .zip(&readerable)
+            .map(|(c, p)| (c.f1(), p.name.as_str()))
+            .collect();
         worst.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let w: Vec<String> = worst.iter().take(5).map(|(f, n)| format!("{n} {f:.2}")).collect();
+        let w: Vec<String> = worst
+            .iter()
+            .take(5)
+            .map(|(f, n)| format!("{n} {f:.2}"))
+            .collect();
         println!("    lowest: {}", w.join(", "));
     }
     let refused: Vec<&str> = other
         .iter()
-        .filter(|p| rss::internals::article_content(&p.html, PAGE_URL, rss::ContentFormat::Text).is_err())
+        .filter(|p| {
+            rss::internals::article_content(&p.html, PAGE_URL, rss::ContentFormat::Text).is_err()
+        })
         .map(|p| p.name.as_str())
         .collect();
     println!(

@@ -74,8 +74,15 @@ impl Counts {
 
     /// This page's own F1 (for finding the pages where candidates differ).
     pub fn f1(&self) -> f64 {
-        let (p, r) = (self.precision().unwrap_or(0.0), self.recall().unwrap_or(0.0));
-        if p + r == 0.0 { 0.0 } else { 2.0 * p * r / (p + r) }
+        let (p, r) = (
+            self.precision().unwrap_or(0.0),
+            self.recall().unwrap_or(0.0),
+        );
+        if p + r == 0.0 {
+            0.0
+        } else {
+            2.0 * p * r / (p + r)
+        }
     }
 }
 
@@ -90,7 +97,11 @@ pub fn corpus(pages: &[Counts]) -> (f64, f64, f64) {
     };
     let p = mean(pages.iter().filter_map(Counts::precision).collect());
     let r = mean(pages.iter().filter_map(Counts::recall).collect());
-    let f = if p + r == 0.0 { 0.0 } else { 2.0 * p * r / (p + r) };
+    let f = if p + r == 0.0 {
+        0.0
+    } else {
+        2.0 * p * r / (p + r)
+    };
     (f, p, r)
 }
 
