@@ -597,7 +597,13 @@ async fn descriptions_are_short_and_say_only_what_the_tools_take_and_give() {
     let get_schema = tools.iter().find(|t| t.name == "get_schema").unwrap();
     assert_eq!(
         get_schema.input_schema["properties"]["tool"]["enum"],
-        json!(["fetch_feed", "fetch_article", "discover_feeds", "get_item", "ack_delivery"])
+        json!([
+            "fetch_feed",
+            "fetch_article",
+            "discover_feeds",
+            "get_item",
+            "ack_delivery"
+        ])
     );
     let schema = structured(&call(&s, "get_schema", json!({"tool": "get_item"})).await);
     assert!(schema["$defs"]["Item"]["properties"]["next_offset"]["description"].is_string());
