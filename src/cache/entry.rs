@@ -45,6 +45,10 @@ pub struct Meta {
     /// `Expires`), as of its last response; `None`: it said nothing, or `no-cache`.
     #[serde(default)]
     pub fresh_until_ms: Option<u64>,
+    /// The freshness came from `Expires` (a fixed instant), not `max-age` (a span that a
+    /// `304` starts again).
+    #[serde(default)]
+    pub fresh_from_expires: bool,
     /// The server said `must-revalidate`: a stale copy is never served without asking.
     #[serde(default)]
     pub must_revalidate: bool,

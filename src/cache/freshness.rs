@@ -23,6 +23,12 @@ pub struct Freshness {
     /// `private`: for one user only, which a private cache (ours) may keep (RFC 9111
     /// §5.2.2.7); the entry is listed as `private`.
     pub private: bool,
+    /// The response carries `Cache-Control` or `Expires` at all. A `304` that carries
+    /// neither leaves the stored response's freshness as it was (RFC 9111 §4.3.4).
+    pub stated: bool,
+    /// The lifetime came from `Expires`, a fixed instant (not from `max-age`, a span from
+    /// the response).
+    pub from_expires: bool,
 }
 
 fn header(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
@@ -36,6 +42,7 @@ fn header(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 pub fn read(headers: &HeaderMap, now: SystemTime) -> Freshness {
     let mut f = Freshness::default();
     let mut max_age = None;
+    f.stated = headers.contains_key(header::CACHE_CONTROL) || headers.contains_key(header::EXPIRES);
     for cc in headers.get_all(header::CACHE_CONTROL) {
         let Ok(cc) = cc.to_str() else { continue };
         for directive in cc.split(',') {
@@ -60,6 +67,7 @@ pub fn read(headers: &HeaderMap, now: SystemTime) -> Freshness {
     let age = header(headers, header::AGE)
         .and_then(crate::date::delta_seconds)
         .unwrap_or_default();
+    f.from_expires = max_age.is_none() && headers.contains_key(header::EXPIRES);
     let lifetime = max_age.or_else(|| {
         let expires = httpdate::parse_http_date(header(headers, header::EXPIRES)?).ok();
         let date = header(headers, header::DATE)

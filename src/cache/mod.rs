@@ -153,6 +153,11 @@ impl Cache {
         self.feeds().join(format!("{}.json", key(feed_url)))
     }
 
+    /// Whether an entry for `feed_url` exists (its metadata file; one `stat`).
+    pub fn has_entry(&self, feed_url: &str) -> bool {
+        self.meta_path(feed_url).exists()
+    }
+
     /// Looks `feed_url` up and verifies what it finds.
     pub fn load(&self, feed_url: &str) -> Lookup {
         // A concurrent writer may replace the body between our two reads; the metadata
@@ -306,6 +311,7 @@ impl Cache {
                 superseded: kept.into_iter().map(|(_, s)| s).collect(),
                 received_ms,
                 fresh_until_ms: fresh_until(received_ms, &req.freshness),
+                fresh_from_expires: req.freshness.from_expires,
                 must_revalidate: req.freshness.must_revalidate,
                 private: req.credentialed || req.freshness.private,
                 credential_id: req.credential_id.map(str::to_owned),
@@ -345,9 +351,20 @@ impl Cache {
                 return Ok(None);
             };
             meta.fetched_at = date::format(&Utc::now());
+            if freshness.stated {
+                meta.fresh_until_ms = fresh_until(received_ms, freshness);
+                meta.fresh_from_expires = freshness.from_expires;
+                meta.must_revalidate = freshness.must_revalidate;
+            } else if !meta.fresh_from_expires {
+                // A 304 that says nothing of freshness keeps the stored `max-age` (and
+                // `must-revalidate`), counted again from this response (RFC 9111 §4.3.4);
+                // a stored `Expires` stays the instant it was.
+                let lifetime = meta
+                    .fresh_until_ms
+                    .map(|until| until.saturating_sub(meta.received_ms));
+                meta.fresh_until_ms = lifetime.map(|l| received_ms.saturating_add(l));
+            }
             meta.received_ms = received_ms;
-            meta.fresh_until_ms = fresh_until(received_ms, freshness);
-            meta.must_revalidate = freshness.must_revalidate;
             if let Some(e) = etag {
                 meta.etag = Some(e.to_owned());
             }
@@ -620,6 +637,70 @@ mod tests {
             None
         );
         assert_eq!(body_of(&cache, url), b"new");
+    }
+
+    #[test]
+    fn issue_27_a_bare_304_keeps_the_stored_freshness_and_must_revalidate() {
+        use crate::cache::freshness::Freshness;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let url = "http://a/feed";
+        let stored = Freshness {
+            lifetime: Some(Duration::from_secs(300)),
+            must_revalidate: true,
+            stated: true,
+            ..Freshness::default()
+        };
+        let meta = cache
+            .store(
+                &StoreRequest {
+                    freshness: stored,
+                    ..at(url, 1_000)
+                },
+                &Payload::from(&b"v1"[..]),
+            )
+            .unwrap();
+        assert_eq!(meta.fresh_until_ms, Some(301_000));
+        // A 304 with no Cache-Control or Expires: the stored max-age counts from it.
+        let touched = cache
+            .touch(&meta, None, None, 5_000, &Freshness::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(touched.fresh_until_ms, Some(305_000));
+        assert!(touched.must_revalidate);
+        // A 304 that says something replaces what it says.
+        let said = Freshness {
+            lifetime: Some(Duration::from_secs(10)),
+            stated: true,
+            ..Freshness::default()
+        };
+        let touched = cache
+            .touch(&touched, None, None, 6_000, &said)
+            .unwrap()
+            .unwrap();
+        assert_eq!(touched.fresh_until_ms, Some(16_000));
+        assert!(!touched.must_revalidate);
+        // A stored Expires is an instant: a bare 304 does not move it.
+        let expires = Freshness {
+            lifetime: Some(Duration::from_secs(100)),
+            stated: true,
+            from_expires: true,
+            ..Freshness::default()
+        };
+        let meta = cache
+            .store(
+                &StoreRequest {
+                    freshness: expires,
+                    ..at(url, 7_000)
+                },
+                &Payload::from(&b"v2"[..]),
+            )
+            .unwrap();
+        let touched = cache
+            .touch(&meta, None, None, 9_000, &Freshness::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(touched.fresh_until_ms, Some(107_000));
     }
 
     #[test]

@@ -85,6 +85,53 @@ async fn a_max_age_hit_makes_no_request_and_refresh_revalidates() {
 }
 
 #[tokio::test]
+async fn issue_27_a_bare_304_keeps_the_copys_freshness_and_must_revalidate() {
+    // The 200 says max-age=300 and must-revalidate; the 304 says neither; then the origin
+    // fails.
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let fails = failing.clone();
+    let srv = TestServer::start(move |req: &server::Request| {
+        if fails.load(Ordering::SeqCst) {
+            Reply::status(500)
+        } else if req.header("if-none-match") == Some("\"v1\"") {
+            Reply::status(304).header("ETag", "\"v1\"")
+        } else {
+            Reply::xml(FEED)
+                .header("ETag", "\"v1\"")
+                .header("Cache-Control", "max-age=300, must-revalidate")
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = context(config(Some(dir.path())));
+    fetch(&ctx, &[srv.url("/f")], &opts(CacheMode::Fresh)).await;
+    let refreshed = fetch(&ctx, &[srv.url("/f")], &opts(CacheMode::Refresh)).await;
+    assert_eq!(refreshed.feeds[0].status, FeedStatus::NotModified);
+    assert!(
+        refreshed.feeds[0].fresh_until.is_some(),
+        "still fresh after the 304"
+    );
+    // Within the stored max-age: served with no request.
+    let again = fetch(&ctx, &[srv.url("/f")], &opts(CacheMode::Fresh)).await;
+    assert_eq!(again.feeds[0].status, FeedStatus::Ok);
+    assert_eq!(again.feeds[0].attempts, 0);
+    assert_eq!(srv.hits().len(), 2);
+    // must-revalidate survived the 304: a failing origin is not answered with the copy.
+    failing.store(true, Ordering::SeqCst);
+    let out = fetch(
+        &ctx,
+        &[srv.url("/f")],
+        &FetchOptions {
+            stale_if_error: true,
+            ..opts(CacheMode::Refresh)
+        },
+    )
+    .await;
+    assert_eq!(out.feeds[0].status, FeedStatus::Error);
+    assert_eq!(srv.hits().len(), 3);
+}
+
+#[tokio::test]
 async fn no_cache_neither_reads_nor_writes() {
     let srv = TestServer::start(validating_server(FEED)).await;
     let dir = tempfile::tempdir().unwrap();
