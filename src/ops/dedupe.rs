@@ -128,12 +128,12 @@ impl Claims {
         for (i, item) in items.iter().enumerate() {
             let keys = keys_of(item);
             let mut earlier = false;
-            for (kind, key) in keys.iter().enumerate() {
+            // A body joins items only when their groups hold no feed in common, which is
+            // not known before every feed is in: only a guid or an address makes it certain.
+            for (kind, key) in keys.iter().enumerate().take(2) {
                 let Some(key) = key else { continue };
                 let slot = held.entry((kind, key.clone())).or_insert((feed, i));
-                // A body repeated inside one feed is boilerplate, never a duplicate.
-                let counts = kind != 2 || slot.0 != feed;
-                if counts && *slot < (feed, i) {
+                if *slot < (feed, i) {
                     earlier = true;
                 }
                 if (feed, i) < *slot {
@@ -148,26 +148,48 @@ impl Claims {
     }
 }
 
-/// Union-find over item positions.
-struct Groups(Vec<usize>);
+/// Union-find over item positions, each group knowing the feeds its members come from.
+struct Groups {
+    parent: Vec<usize>,
+    /// The feeds of a root's group (empty for an item that is not a root).
+    feeds: Vec<Vec<usize>>,
+}
 
 impl Groups {
+    fn new(feeds: impl Iterator<Item = usize>) -> Groups {
+        let feeds: Vec<Vec<usize>> = feeds.map(|f| vec![f]).collect();
+        Groups {
+            parent: (0..feeds.len()).collect(),
+            feeds,
+        }
+    }
+
     fn root(&mut self, mut i: usize) -> usize {
-        while self.0[i] != i {
-            self.0[i] = self.0[self.0[i]];
-            i = self.0[i];
+        while self.parent[i] != i {
+            self.parent[i] = self.parent[self.parent[i]];
+            i = self.parent[i];
         }
         i
     }
 
-    fn join(&mut self, a: usize, b: usize) {
+    /// Joins the groups of `a` and `b`; with `apart_feeds`, only when no feed has an item in
+    /// both (a body shared inside one feed is its boilerplate, never one story), so that no
+    /// chain of body matches can join two items of one feed either. Whether they are one
+    /// group now.
+    fn join(&mut self, a: usize, b: usize, apart_feeds: bool) -> bool {
         let (ra, rb) = (self.root(a), self.root(b));
-        // The earlier item stays the root, so a group's root is its first member.
-        if ra < rb {
-            self.0[rb] = ra;
-        } else if rb < ra {
-            self.0[ra] = rb;
+        if ra == rb {
+            return true;
         }
+        if apart_feeds && self.feeds[ra].iter().any(|f| self.feeds[rb].contains(f)) {
+            return false;
+        }
+        // The earlier item stays the root, so a group's root is its first member.
+        let (root, child) = if ra < rb { (ra, rb) } else { (rb, ra) };
+        self.parent[child] = root;
+        let moved = std::mem::take(&mut self.feeds[child]);
+        self.feeds[root].extend(moved);
+        true
     }
 }
 
@@ -178,11 +200,25 @@ struct Keyed {
     keys: [Option<String>; 3],
 }
 
+/// At most this many groups per body are offered to a later item holding the same body.
+const BODY_CANDIDATES: usize = 64;
+
 const KINDS: [DuplicateKind; 3] = [
     DuplicateKind::Guid,
     DuplicateKind::Url,
     DuplicateKind::ContentHash,
 ];
+
+/// The strongest key that at least two of `group`'s members share, which names the group.
+fn group_name(all: &[Keyed], group: &[usize]) -> Option<(DuplicateKind, String)> {
+    (0..3).find_map(|kind| {
+        let mut seen = std::collections::HashSet::new();
+        group.iter().find_map(|&n| {
+            let key = all[n].keys[kind].as_deref()?;
+            (!seen.insert(key)).then(|| (KINDS[kind], key.to_owned()))
+        })
+    })
+}
 
 /// Finds the run's duplicates, lists them in `out.duplicates` and, with `Drop`, removes every
 /// item but the first of each group (counted in `truncation.items_omitted_as_duplicates`).
@@ -200,36 +236,30 @@ pub(crate) fn apply(out: &mut FetchOutput, mode: Dedupe) {
             });
         }
     }
-    let mut groups = Groups((0..all.len()).collect());
-    // How many items hold each key, to name a group by a key its members share.
-    let mut first_with: [HashMap<&str, usize>; 3] = Default::default();
-    let mut shared: [HashMap<&str, usize>; 3] = Default::default();
-    // A body repeated inside one feed is its boilerplate ("Read more", a sign-up
-    // line), not one story: a content hash joins items of different feeds only.
-    let mut hash_feeds: HashMap<&str, usize> = HashMap::new();
-    for k in &all {
-        if let Some(h) = k.keys[2].as_deref() {
-            let first = *hash_feeds.entry(h).or_insert(k.feed);
-            if first != k.feed {
-                hash_feeds.insert(h, usize::MAX);
+    let mut groups = Groups::new(all.iter().map(|k| k.feed));
+    // A guid or an address names one story wherever it appears: those join first. A body
+    // only joins items of different feeds, and never a group already holding an item of
+    // the other's feeds.
+    for kind in 0..2 {
+        let mut first_with: HashMap<&str, usize> = HashMap::new();
+        for (n, k) in all.iter().enumerate() {
+            if let Some(key) = k.keys[kind].as_deref() {
+                let first = *first_with.entry(key).or_insert(n);
+                groups.join(first, n, false);
             }
         }
     }
+    // Each body's groups so far, earliest first: an item joins the first it may join.
+    let mut with_body: HashMap<&str, Vec<usize>> = HashMap::new();
     for (n, k) in all.iter().enumerate() {
-        for kind in 0..3 {
-            let Some(key) = k.keys[kind].as_deref() else {
-                continue;
-            };
-            if kind == 2 && hash_feeds[key] != usize::MAX {
-                continue;
-            }
-            *shared[kind].entry(key).or_default() += 1;
-            match first_with[kind].get(key) {
-                Some(&m) => groups.join(m, n),
-                None => {
-                    first_with[kind].insert(key, n);
-                }
-            }
+        let Some(key) = k.keys[2].as_deref() else {
+            continue;
+        };
+        let candidates = with_body.entry(key).or_default();
+        let joined = candidates.iter().any(|&m| groups.join(m, n, true));
+        // Bounded, so a body that a long feed repeats costs a few checks an item.
+        if !joined && candidates.len() < BODY_CANDIDATES {
+            candidates.push(n);
         }
     }
     let mut members: Vec<Vec<usize>> = vec![Vec::new(); all.len()];
@@ -242,15 +272,9 @@ pub(crate) fn apply(out: &mut FetchOutput, mode: Dedupe) {
         if group.len() < 2 {
             continue;
         }
-        // The strongest key that at least two members share names the group.
-        let named = (0..3).find_map(|kind| {
-            group.iter().find_map(|&n| {
-                let key = all[n].keys[kind].as_deref()?;
-                (shared[kind].get(key).copied().unwrap_or(0) > 1)
-                    .then(|| (KINDS[kind], key.to_owned()))
-            })
-        });
-        let Some((kind, key)) = named else { continue };
+        let Some((kind, key)) = group_name(&all, group) else {
+            continue;
+        };
         out.duplicates.push(Duplicate {
             key,
             kind,

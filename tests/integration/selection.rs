@@ -209,6 +209,33 @@ async fn drop_keeps_the_first_of_each_story_and_counts_the_rest() {
     assert_eq!(off.total_items, 9);
 }
 
+#[tokio::test]
+async fn issue_27_a_body_never_makes_two_items_of_one_feed_one_story() {
+    // Every body of both feeds is the same teaser line: A's two posts (different links and
+    // guids) may each be one story with one of B's, never with each other, through B or not.
+    for mode in [Dedupe::Report, Dedupe::Drop] {
+        let opts = FetchOptions {
+            dedupe: mode,
+            ..no_cache()
+        };
+        let out = run(&["boiler-a.xml", "boiler-b.xml"], opts).await;
+        for d in &out.duplicates {
+            let mut feeds: Vec<&str> = d.items.iter().map(|i| i.feed_url.as_str()).collect();
+            let n = feeds.len();
+            feeds.dedup();
+            assert_eq!(feeds.len(), n, "{mode:?}: one feed twice in {d:?}");
+        }
+        assert_eq!(out.feeds[0].item_count, 2, "{mode:?}: A keeps both posts");
+        if mode == Dedupe::Drop {
+            assert_eq!(out.truncation.items_omitted_as_duplicates, 2);
+            assert_eq!(out.feeds[1].item_count, 0);
+        } else {
+            assert_eq!(out.duplicates.len(), 2, "{:?}", out.duplicates);
+            assert_eq!(out.total_items, 4);
+        }
+    }
+}
+
 #[test]
 fn the_cli_takes_dedupe_and_refuses_a_bad_value() {
     let out = rss_cmd()
