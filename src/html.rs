@@ -38,6 +38,11 @@ pub(crate) struct Tokenizer<'a> {
     src: &'a str,
     pos: usize,
     pending_raw: Option<Cow<'a, str>>,
+    /// `<![CDATA[` reads as HTML reads it (a bogus comment up to the next `>`) rather than
+    /// as a CDATA section (text up to `]]>`, as in SVG, MathML and feeds).
+    cdata_is_comment: bool,
+    /// Where the last tag returned starts (its `<`).
+    tag_start: usize,
 }
 
 impl<'a> Tokenizer<'a> {
@@ -47,7 +52,26 @@ impl<'a> Tokenizer<'a> {
             src,
             pos: 0,
             pending_raw: None,
+            cdata_is_comment: false,
+            tag_start: 0,
         }
+    }
+
+    /// Where the last start or end tag returned starts in the source (its `<`).
+    pub fn tag_start(&self) -> usize {
+        self.tag_start
+    }
+
+    /// Reads what follows as SVG or MathML content (`foreign`: a CDATA section is text)
+    /// or as HTML (`<![CDATA[` is a bogus comment up to the next `>`).
+    pub fn set_foreign(&mut self, foreign: bool) {
+        self.cdata_is_comment = !foreign;
+    }
+
+    /// Reads the content of the raw-text element whose start tag was just returned as
+    /// markup after all (an SVG `<style>` or `<title>` is an element like any other).
+    pub fn not_raw(&mut self) {
+        self.pending_raw = None;
     }
 
     /// The byte offset in the source just past the last token returned.
@@ -148,7 +172,7 @@ impl<'a> Iterator for Tokenizer<'a> {
                 continue;
             }
             if matches!(next, Some(b'!') | Some(b'?')) {
-                if src[lt..].starts_with("<![CDATA[") {
+                if src[lt..].starts_with("<![CDATA[") && !self.cdata_is_comment {
                     let body_start = lt + 9;
                     let (body, after) = match src[body_start..].find("]]>") {
                         Some(e) => (&src[body_start..body_start + e], body_start + e + 3),
@@ -175,6 +199,7 @@ impl<'a> Iterator for Tokenizer<'a> {
                 return None;
             };
             self.pos = gt + 1;
+            self.tag_start = lt;
             let name = lower(&src[name_start..name_end]);
             if is_end {
                 return Some(Token::End(name));

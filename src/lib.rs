@@ -111,11 +111,29 @@ pub mod internals {
             format,
             max_content_chars: None,
         };
-        crate::article::read(html.as_bytes().into(), Some("text/html"), &url, render)
-            .map(|a| a.content.unwrap_or_default())
-            .map_err(|e| e.code().as_str().to_owned())
+        crate::article::read(
+            html.as_bytes().into(),
+            Some("text/html"),
+            &url,
+            render,
+            &crate::article::Stop::never(),
+        )
+        .map(|a| a.content.unwrap_or_default())
+        .map_err(|e| e.code().as_str().to_owned())
     }
     pub use crate::feed::estimate_tokens;
+
+    /// How deep a tree builder nests what the extractors read of `html` (the article fuzz
+    /// target's check against [`SHAPED_DEPTH_ALLOWED`]).
+    pub fn shaped_depth(html: &str) -> usize {
+        let stop = crate::article::Stop::never();
+        crate::article::shape::bounded(html, &stop)
+            .map_or(0, |s| crate::article::shape::tree_depth(&s))
+    }
+
+    /// The deepest a tree builder may nest what the extractors read.
+    pub const SHAPED_DEPTH_ALLOWED: usize =
+        crate::article::shape::tree_builder_allowance(crate::article::shape::MAX_DEPTH);
 
     /// A page's article metadata as `rss article` prints it (the extraction benchmark's
     /// metadata check): title, authors, published, site name, language, lead image.
@@ -125,16 +143,22 @@ pub mod internals {
             format: crate::feed::ContentFormat::None,
             max_content_chars: None,
         };
-        crate::article::read(html.as_bytes().into(), Some("text/html"), &url, render)
-            .map(|a| ArticleMeta {
-                title: a.meta.title,
-                authors: a.meta.authors,
-                published: a.meta.published,
-                site_name: a.meta.site_name,
-                language: a.meta.language,
-                lead_image: a.meta.lead_image,
-            })
-            .map_err(|e| e.code().as_str().to_owned())
+        crate::article::read(
+            html.as_bytes().into(),
+            Some("text/html"),
+            &url,
+            render,
+            &crate::article::Stop::never(),
+        )
+        .map(|a| ArticleMeta {
+            title: a.meta.title,
+            authors: a.meta.authors,
+            published: a.meta.published,
+            site_name: a.meta.site_name,
+            language: a.meta.language,
+            lead_image: a.meta.lead_image,
+        })
+        .map_err(|e| e.code().as_str().to_owned())
     }
 
     /// The metadata fields of an article, as [`article_meta`] reads them.

@@ -38,20 +38,37 @@ pub(crate) struct Extracted {
 /// little differently at inline markup).
 const AGREEMENT: f64 = 0.3;
 
+/// The largest page (as the extractors read it) whose article trafilatura checks; a larger
+/// one is dom_smoothie's alone.
+pub(crate) const CHECKED_MAX_BYTES: usize = 4 << 20;
+
 /// Elements that hold a block of text; only the innermost are judged.
 const BLOCKS: &str =
     "p, li, h1, h2, h3, h4, h5, h6, blockquote, pre, figcaption, dd, dt, td, th, div";
 
-/// Extracts the article of `html`, a page read from `url`; `None` when neither crate finds
-/// one. Also whether the page looks like it has an article at all (Readability's
-/// `isProbablyReaderable`), either way.
-pub(crate) fn extract(html: &str, url: &Url) -> (Option<Extracted>, bool) {
+/// Extracts the article of `html`, a page read from `url` (within the bounds of
+/// [`super::shape`]); `None` when neither crate finds one. Also whether the page looks like
+/// it has an article at all (Readability's `isProbablyReaderable`), either way. `stop` is
+/// checked between the crates.
+pub(crate) fn extract(
+    html: &str,
+    url: &Url,
+    stop: &super::Stop,
+) -> Result<(Option<Extracted>, bool), super::Stopped> {
     let (readability, readerable) = readability(html, url);
+    stop.check()?;
     let lang = readability
         .as_ref()
         .and_then(|r| r.lang.as_deref())
         .and_then(primary_tag);
-    let blocks = trafilatura(html, url, lang.as_deref());
+    // trafilatura costs about a second for every 4 MiB of a page: past that it is left
+    // out, and dom_smoothie's article stands alone.
+    let blocks = if html.len() <= CHECKED_MAX_BYTES {
+        trafilatura(html, url, lang.as_deref())
+    } else {
+        None
+    };
+    stop.check()?;
     let found = match (readability, blocks) {
         (Some(mut r), Some((text, tr_html, title))) => {
             let theirs = tokens(&text);
@@ -77,7 +94,7 @@ pub(crate) fn extract(html: &str, url: &Url) -> (Option<Extracted>, bool) {
         }),
         (None, None) => None,
     };
-    (found, readerable)
+    Ok((found, readerable))
 }
 
 fn some(s: Option<String>) -> Option<String> {
@@ -155,7 +172,9 @@ fn tokens(text: &str) -> Vec<String> {
 /// shorter one (a heading, a list item) by its words appearing there in order.
 fn agree(article: &str, theirs: &[String]) -> String {
     let grams: HashSet<&[String]> = theirs.windows(4.min(theirs.len().max(1))).collect();
-    let joined = format!(" {} ", theirs.join(" "));
+    // Every run of one to three words of theirs, so a short block is looked up, not searched
+    // for (a search per block costs blocks × text on a page of many short blocks).
+    let short: HashSet<&[String]> = (1..4).flat_map(|n| theirs.windows(n)).collect();
     let doc = dom_query::Document::fragment(article);
     for block in doc.select(BLOCKS).iter() {
         if block.select(BLOCKS).length() > 0 {
@@ -166,7 +185,7 @@ fn agree(article: &str, theirs: &[String]) -> String {
             continue;
         }
         let found = if t.len() < 4 {
-            joined.contains(&format!(" {} ", t.join(" ")))
+            short.contains(t.as_slice())
         } else {
             let windows = t.len() - 3;
             let hits = t.windows(4).filter(|g| grams.contains(g)).count();

@@ -11,6 +11,9 @@ mod extract;
 mod meta;
 pub(crate) use meta::PageMeta;
 pub(crate) mod robots;
+pub(crate) mod shape;
+mod stop;
+pub(crate) use stop::{EXTRACTION_BUDGET, Stop, Stopped};
 
 use sha2::{Digest, Sha256};
 use url::Url;
@@ -27,6 +30,28 @@ const MIN_WORDS: usize = 30;
 /// More of the article's words than this share inside links, on a page Readability does not
 /// find readable, is an index page or a list of links.
 const MAX_LINK_SHARE: f64 = 0.5;
+
+/// The most characters of a title, site name or excerpt a page gets to say about itself (a
+/// page's "excerpt" can be its whole text).
+const META_MAX_CHARS: usize = 1_000;
+
+/// The most authors a page is said to have, and the most characters of each.
+const MAX_AUTHORS: usize = 16;
+const AUTHOR_MAX_CHARS: usize = 200;
+
+/// A language tag longer than this is cut (real ones are a few characters).
+const LANGUAGE_MAX_CHARS: usize = 64;
+
+/// A canonical or image URL longer than this is left out.
+const META_MAX_URL_BYTES: usize = 4_096;
+
+/// `s` cut to `max` characters (with `…` when cut).
+fn clipped(mut s: String, max: usize) -> String {
+    if feed::truncate_chars(&mut s, max) {
+        s.push('…');
+    }
+    s
+}
 
 /// A page read as an article: what the page says about itself (merged with what the
 /// extractor found), and the article.
@@ -92,15 +117,21 @@ fn sniff(first: &[u8]) -> Option<&'static str> {
         .then_some("application/octet-stream")
 }
 
-/// Types a page may be read as: HTML, and what might turn out to be a feed (XML, JSON) or
-/// HTML served under a careless type (text).
+/// Types a page may be read as: HTML, what might turn out to be a feed (XML, JSON), and
+/// `text/plain` (HTML served under a careless type is common). Every other `text/*` type
+/// names a body that is not a page to read (`text/javascript`, `text/css`, `text/csv`,
+/// `text/calendar`, …): reading its code or data as an article would pass it off as one.
 fn readable_type(mime: &str) -> bool {
     matches!(
         mime,
-        "text/html" | "application/xhtml+xml" | "application/xml" | "text/xml" | "application/json"
+        "text/html"
+            | "text/plain"
+            | "application/xhtml+xml"
+            | "application/xml"
+            | "text/xml"
+            | "application/json"
     ) || mime.ends_with("+xml")
         || mime.ends_with("+json")
-        || mime.starts_with("text/")
 }
 
 /// The body check of a page fetch ([`crate::http::Refuse`]): a type that is not a web page
@@ -212,15 +243,34 @@ fn link_share(html: &str) -> f64 {
     }
 }
 
+/// The error of a read that `stop` cut.
+fn cut(url: &Url, stopped: Stopped, started: std::time::Instant) -> Error {
+    Error::ExtractionTimeout {
+        url: url.to_string(),
+        cut_by: match stopped {
+            Stopped::OverBudget => crate::error::ExtractionCut::Budget,
+            Stopped::Cancelled => crate::error::ExtractionCut::Call,
+        },
+        elapsed: match stopped {
+            Stopped::OverBudget => EXTRACTION_BUDGET,
+            Stopped::Cancelled => started.elapsed(),
+        },
+    }
+}
+
 /// Reads the page `body` (served as `content_type`, finally from `final_url`) as an article
-/// rendered by `render`. Its content is not cut here (callers cut it: characters, or a token
-/// budget at a paragraph).
+/// rendered by `render`, until `stop` says to stop. Its content is not cut here (callers cut
+/// it: characters, or a token budget at a paragraph). The page reaches the extractors within
+/// the bounds of [`shape`] (nesting, elements, attribute text).
 pub(crate) fn read(
     body: Payload,
     content_type: Option<&str>,
     final_url: &Url,
     render: RenderOptions,
+    stop: &Stop,
 ) -> Result<Article> {
+    let started = std::time::Instant::now();
+    let check = || stop.check().map_err(|s| cut(final_url, s, started));
     if let Some(ct) = refuse(content_type, &body.head(1024)) {
         return Err(Error::UnsupportedContent {
             url: final_url.to_string(),
@@ -235,10 +285,16 @@ pub(crate) fn read(
             format: feed.format.to_owned(),
         });
     }
+    check()?;
     let html = feed::decode::to_utf8(body, content_type);
     let meta = meta::read(&html, final_url);
     let base = meta.base.clone().unwrap_or_else(|| final_url.clone());
-    let (found, readerable) = extract::extract(&html, &base);
+    check()?;
+    let shaped = shape::bounded(&html, stop).map_err(|s| cut(final_url, s, started))?;
+    let (found, readerable) =
+        extract::extract(&shaped, &base, stop).map_err(|s| cut(final_url, s, started))?;
+    drop(shaped);
+    check()?;
     let no_article = |title: Option<String>| Error::NoReadableContent {
         url: final_url.to_string(),
         title,
@@ -266,10 +322,11 @@ pub(crate) fn read(
         ),
     };
     let plain = |s: Option<String>| {
-        s.map(|s| feed::render::to_plain(&s))
+        s.map(|s| clipped(feed::render::to_plain(&s), META_MAX_CHARS))
             .filter(|s| !s.is_empty())
     };
     let absolute = |s: Option<String>| s.and_then(|u| crate::urls::http_link(&u, Some(&base)));
+    let url_field = |u: Option<String>| u.filter(|u| u.len() <= META_MAX_URL_BYTES);
     let published = meta
         .published
         .or(x.published)
@@ -279,6 +336,10 @@ pub(crate) fn read(
         plain(x.byline).into_iter().collect()
     } else {
         meta.authors
+            .into_iter()
+            .take(MAX_AUTHORS)
+            .map(|a| clipped(a, AUTHOR_MAX_CHARS))
+            .collect()
     };
     Ok(Article {
         meta: PageMeta {
@@ -286,10 +347,13 @@ pub(crate) fn read(
             authors,
             published,
             site_name: plain(meta.site_name.or(x.site_name)),
-            language: meta.language.or(x.lang),
-            canonical_url: meta.canonical_url,
+            language: meta
+                .language
+                .or(x.lang)
+                .map(|l| clipped(l, LANGUAGE_MAX_CHARS)),
+            canonical_url: url_field(meta.canonical_url),
             excerpt: plain(meta.excerpt.or(x.excerpt)),
-            lead_image: meta.lead_image.or_else(|| absolute(x.image)),
+            lead_image: url_field(meta.lead_image.or_else(|| absolute(x.image))),
             base: Some(base),
         },
         content,

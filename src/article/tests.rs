@@ -24,6 +24,7 @@ fn read_as(body: &[u8], ct: Option<&str>, format: ContentFormat) -> Result<Artic
             format,
             max_content_chars: None,
         },
+        &Stop::never(),
     )
 }
 
@@ -230,6 +231,8 @@ fn what_is_not_a_web_page_is_refused_from_its_header_or_its_first_bytes() {
     );
     assert_eq!(refuse(Some("video/mp4"), b""), Some("video/mp4".into()));
     assert_eq!(refuse(Some("text/html; charset=utf-8"), b""), None);
+    assert_eq!(refuse(Some("text/plain"), b"<p>hi"), None);
+    assert_eq!(refuse(Some("application/rss+xml"), b"<rss>"), None);
     assert_eq!(refuse(None, b""), None);
     assert_eq!(
         refuse(None, b"%PDF-1.7\n..."),
@@ -243,6 +246,30 @@ fn what_is_not_a_web_page_is_refused_from_its_header_or_its_first_bytes() {
     let e = read_as(b"%PDF-1.4 binary", None, ContentFormat::Markdown).unwrap_err();
     assert_eq!(e.code().as_str(), "UNSUPPORTED_CONTENT");
     assert_eq!(e.details()["content_type"], "application/pdf");
+}
+
+#[test]
+fn issue_27_scripts_stylesheets_and_data_are_not_read_as_articles() {
+    for t in [
+        "text/javascript",
+        "text/css; charset=utf-8",
+        "text/csv",
+        "text/calendar",
+        "application/javascript",
+    ] {
+        let e = read_as(
+            b"<p>var x = 1; body { color: red }</p>",
+            Some(t),
+            ContentFormat::Text,
+        )
+        .unwrap_err();
+        assert_eq!(e.code().as_str(), "UNSUPPORTED_CONTENT", "{t}");
+        assert_eq!(
+            e.details()["content_type"],
+            t.split(';').next().unwrap(),
+            "{t}"
+        );
+    }
 }
 
 #[test]
@@ -293,4 +320,30 @@ mod properties {
             }
         }
     }
+}
+
+#[test]
+fn issue_27_what_a_page_says_of_itself_is_capped() {
+    let words = "a long line of words that goes on ".repeat(5_000);
+    let authors: String = (0..100)
+        .map(|i| format!("<meta name=\"author\" content=\"Author {i} {words}\">"))
+        .collect();
+    let page = format!(
+        "<html lang=\"{}\"><head><title>{words}</title><meta name=\"description\" content=\"{words}\">{authors}</head>\
+         <body><article><p>{}</p></article></body></html>",
+        "x".repeat(500),
+        "The keeper climbed the stairs every evening and wrote the weather in the log. ".repeat(20)
+    );
+    let a = read_as(page.as_bytes(), Some("text/html"), ContentFormat::None).unwrap();
+    let chars = |s: &Option<String>| s.as_deref().map_or(0, |s| s.chars().count());
+    assert!(chars(&a.meta.title) <= META_MAX_CHARS + 1);
+    assert!(chars(&a.meta.excerpt) <= META_MAX_CHARS + 1);
+    assert!(a.meta.authors.len() <= MAX_AUTHORS);
+    assert!(
+        a.meta
+            .authors
+            .iter()
+            .all(|s| s.chars().count() <= AUTHOR_MAX_CHARS + 1)
+    );
+    assert!(chars(&a.meta.language) <= LANGUAGE_MAX_CHARS + 1);
 }

@@ -87,6 +87,13 @@ pub enum ErrorCode {
         message = "the page has no readable article (details.title names the page)"
     )]
     NoReadableContent,
+    /// Reading the page as an article took longer than it may: its own budget, or the
+    /// call's deadline came while it was being extracted.
+    #[strum(
+        serialize = "EXTRACTION_TIMEOUT",
+        message = "the page took too long to read as an article (details.cut_by: \"budget\" means the page itself is too heavy, do not retry; \"call\" means the call's time ran out, a longer timeout may work)"
+    )]
+    ExtractionTimeout,
     /// The site's robots.txt disallows the page for us.
     #[strum(
         serialize = "ROBOTS_DISALLOWED",

@@ -175,6 +175,17 @@ pub enum Error {
         /// The page's title, if it has one.
         title: Option<String>,
     },
+    /// Reading the page as an article was cut: by the page's own budget, or by the call's
+    /// deadline while it was being extracted.
+    #[error("{url} {}", match cut_by { ExtractionCut::Budget => format!("took more than the {} s of CPU time a page may take to read as an article", elapsed.as_secs()), ExtractionCut::Call => format!("was still being read as an article when the call's time ran out (after {} ms)", elapsed.as_millis()) })]
+    ExtractionTimeout {
+        /// The page.
+        url: String,
+        /// What cut it.
+        cut_by: ExtractionCut,
+        /// How long it had been read (the budget, for `Budget`).
+        elapsed: std::time::Duration,
+    },
     /// The site's robots.txt disallows the page for us.
     #[error("{robots_url} disallows {url} for us ({reason})")]
     RobotsDisallowed {
@@ -391,6 +402,7 @@ impl Error {
             Error::NotAnArticle { .. } => ErrorCode::NotAnArticle,
             Error::UnsupportedContent { .. } => ErrorCode::UnsupportedContent,
             Error::NoReadableContent { .. } => ErrorCode::NoReadableContent,
+            Error::ExtractionTimeout { .. } => ErrorCode::ExtractionTimeout,
             Error::RobotsDisallowed { .. } => ErrorCode::RobotsDisallowed,
             Error::Interrupted { .. } => ErrorCode::Interrupted,
             Error::Internal { .. } | Error::ClientSetup(_) => ErrorCode::Internal,
@@ -458,6 +470,15 @@ impl Error {
             Error::NoReadableContent { title, .. } => {
                 json!({ "title": title, "readerable": false })
             }
+            Error::ExtractionTimeout {
+                url,
+                cut_by,
+                elapsed,
+            } => json!({
+                "url": url,
+                "cut_by": cut_by.as_str(),
+                "elapsed_ms": elapsed.as_millis() as u64,
+            }),
             Error::RobotsDisallowed {
                 robots_url, rule, ..
             } => json!({ "robots_url": robots_url, "rule": rule }),
@@ -537,6 +558,25 @@ impl Error {
 
 /// The longest input echoed back in an error or a result, in characters.
 pub const ECHO_MAX_CHARS: usize = 256;
+
+/// What cut an article's extraction (`details.cut_by` of `EXTRACTION_TIMEOUT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtractionCut {
+    /// The page used up the time one page may take (`"budget"`): it is too heavy to read.
+    Budget,
+    /// The call's deadline came while the page was being extracted (`"call"`).
+    Call,
+}
+
+impl ExtractionCut {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtractionCut::Budget => "budget",
+            ExtractionCut::Call => "call",
+        }
+    }
+}
 
 /// `s` as echoed back: cut to [`ECHO_MAX_CHARS`] characters, saying how much was cut.
 pub fn echo(s: &str) -> String {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use tokio::sync::{OnceCell, Semaphore, SemaphorePermit};
+use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 use url::Url;
 
@@ -73,6 +73,10 @@ pub struct GetRequest<'a> {
     pub refuse: Option<Refuse>,
     /// What the caller asks of every hop before it is sent (a page read's robots.txt).
     pub hops: Option<&'a dyn HopCheck>,
+    /// A window the caller's body must have a place in before it is sent for (the pages a
+    /// process has in flight): taken once the host's turn has come, so a body waiting on a
+    /// slow host's pacing holds no place; handed back in the [`Exchange`].
+    pub window: Option<Arc<Semaphore>>,
 }
 
 /// A response that was read completely.
@@ -111,6 +115,8 @@ pub struct Exchange {
     pub gate_wait: Duration,
     /// What the shared host state met on the way (for this call's output only).
     pub(crate) warnings: Vec<StoreWarning>,
+    /// The place in the request's window, when it asked for one and a send was made.
+    pub window: Option<OwnedSemaphorePermit>,
 }
 
 /// The first and longest pause between two tries for a send slot another process holds.
@@ -189,6 +195,7 @@ struct Tally {
     attempts: u32,
     gate_wait: Duration,
     notes: Notes,
+    window: Option<OwnedSemaphorePermit>,
 }
 
 /// Everything a send holds while it is on the wire.
@@ -351,6 +358,7 @@ impl Client {
             attempts: tally.attempts,
             gate_wait: tally.gate_wait,
             warnings: tally.notes.into_vec(),
+            window: tally.window,
         }
     }
 
@@ -387,6 +395,13 @@ impl Client {
                 .pace(req.deadline)
                 .await
                 .map_err(|t| gate_refusal(t, None, None))?;
+            if let Some(window) = req.window.as_ref().filter(|_| tally.window.is_none()) {
+                let place = window.clone().acquire_owned().await;
+                tally.window =
+                    Some(place.map_err(|_| Error::internal("the window of pages closed"))?);
+                // Time passed while waiting for a place.
+                continue;
+            }
             let slot = self
                 .inner
                 .sends

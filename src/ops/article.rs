@@ -6,7 +6,8 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::cached::{CachedGet, Got};
-use super::{CacheMode, Context, compute};
+use super::extract::{Extracting, on_page_thread};
+use super::{CacheMode, Context};
 use crate::article;
 use crate::cache::{Entry, Kind};
 use crate::date;
@@ -173,21 +174,26 @@ pub(crate) async fn read_batch(
     .await
 }
 
-/// [`read_one`] within the call's deadline (`opts.deadline`): past it, the page is
-/// `RATE_LIMITED` with its host's wait.
+/// [`read_one`] in the process's window of pages in flight, within the call's deadline
+/// (`opts.deadline`): past it, a page still being read is `EXTRACTION_TIMEOUT`
+/// (`cut_by: "call"`), one still waiting for its host `RATE_LIMITED` with its host's wait.
 pub(crate) async fn read_cut(
     ctx: &Context,
     input: Input,
     opts: &ArticleOptions,
     deadline: Instant,
 ) -> PageOutcome {
-    super::deadline::input_within(
-        ctx,
-        opts.deadline,
-        input,
-        |input| read_one(ctx, input, opts, deadline),
-        |url, err| PageOutcome::failed(url, err, opts),
-    )
+    let extracting = Extracting::default();
+    let name = input.feed_url.clone();
+    let fallback = match &input.source {
+        Source::Http(u) => super::deadline::cut_off(ctx, u),
+        _ => Error::internal("a local read outlived the call's deadline"),
+    };
+    let work = read_one(ctx, input, opts, deadline, &extracting);
+    super::deadline::within(opts.deadline, work, || {
+        let err = extracting.cut(&name).unwrap_or(fallback);
+        PageOutcome::failed(&name, &err, opts)
+    })
     .await
 }
 
@@ -196,33 +202,51 @@ pub(crate) async fn read_one(
     input: Input,
     opts: &ArticleOptions,
     deadline: Instant,
+    extracting: &Extracting,
 ) -> PageOutcome {
     let url = input.feed_url;
     match input.source {
         Source::Invalid(err) => PageOutcome::failed(&url, &err, opts),
         Source::File(path) => match ctx.read_local(&url, &path).await {
             Ok(body) => {
+                let _place = ctx.pages.enter().await;
                 let file_url = Url::from_file_path(std::path::absolute(&path).unwrap_or(path))
                     .unwrap_or_else(|_| Url::parse("file:///").expect("a valid URL"));
-                from_body(&url, body, Some("text/html".to_owned()), file_url, opts).await
+                let page = Page {
+                    body,
+                    content_type: Some("text/html".to_owned()),
+                    final_url: file_url,
+                };
+                from_body(&url, page, opts, extracting).await
             }
             Err(e) => PageOutcome::failed(&url, &e, opts),
         },
-        Source::Http(page) => read_http(ctx, &url, page, opts, deadline).await,
+        Source::Http(page) => read_http(ctx, &url, page, opts, deadline, extracting).await,
     }
 }
 
-/// Reads `body` as an article, off the async threads.
-async fn from_body(
-    url: &str,
+/// A page's body as it arrived.
+struct Page {
     body: Payload,
     content_type: Option<String>,
     final_url: Url,
+}
+
+/// Reads a page's body as an article on a page thread.
+async fn from_body(
+    url: &str,
+    page: Page,
     opts: &ArticleOptions,
+    extracting: &Extracting,
 ) -> PageOutcome {
     let render = opts.render;
+    let Page {
+        body,
+        content_type,
+        final_url,
+    } = page;
     let doc_url = final_url.clone();
-    let read = compute(move || {
+    let read = on_page_thread(&final_url, extracting, move |stop| {
         article::read(
             body,
             content_type.as_deref(),
@@ -231,10 +255,10 @@ async fn from_body(
                 max_content_chars: None,
                 ..render
             },
+            stop,
         )
     })
-    .await
-    .and_then(|r| r);
+    .await;
     let a = match read {
         Ok(a) => a,
         Err(e) => {
@@ -280,6 +304,7 @@ async fn from_entry(
     entry: Entry,
     status: FeedStatus,
     opts: &ArticleOptions,
+    extracting: &Extracting,
 ) -> PageOutcome {
     let final_url = Url::parse(&entry.meta.final_url).ok();
     let cached_at = entry.meta.fetched_at.clone();
@@ -288,14 +313,12 @@ async fn from_entry(
         let err = Error::internal("a cached page has no valid final URL");
         return PageOutcome::failed(url, &err, opts);
     };
-    let mut o = from_body(
-        url,
-        entry.body,
-        entry.meta.content_type.clone(),
+    let page = Page {
+        body: entry.body,
+        content_type: entry.meta.content_type.clone(),
         final_url,
-        opts,
-    )
-    .await;
+    };
+    let mut o = from_body(url, page, opts, extracting).await;
     if o.result.status == FeedStatus::Ok {
         o.result.status = status;
     }
@@ -311,6 +334,7 @@ async fn read_http(
     page: Url,
     opts: &ArticleOptions,
     deadline: Instant,
+    extracting: &Extracting,
 ) -> PageOutcome {
     // robots.txt is asked before a cached copy is served, and again of every hop sent; the
     // owner's rule for each hop's site decides over the caller's choice.
@@ -334,13 +358,21 @@ async fn read_http(
             hops: robots
                 .applies_anywhere()
                 .then_some(&robots as &dyn crate::http::HopCheck),
+            window: Some(ctx.pages.semaphore()),
         })
         .await;
+    // The page's place in the window, held until it is read.
+    let _place = f.window;
     let mut o = match f.got {
-        Got::Cached(entry, status) => from_entry(url, entry, status, opts).await,
-        Got::Stale(entry) => from_entry(url, entry, FeedStatus::Stale, opts).await,
+        Got::Cached(entry, status) => from_entry(url, entry, status, opts, extracting).await,
+        Got::Stale(entry) => from_entry(url, entry, FeedStatus::Stale, opts, extracting).await,
         Got::Fresh(resp) => {
-            from_body(url, resp.body, resp.content_type, resp.final_url, opts).await
+            let page = Page {
+                body: resp.body,
+                content_type: resp.content_type,
+                final_url: resp.final_url,
+            };
+            from_body(url, page, opts, extracting).await
         }
         Got::Failed(err) => PageOutcome::failed(url, &err, opts),
     };

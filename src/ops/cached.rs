@@ -36,6 +36,8 @@ pub(crate) struct CachedGet<'a> {
     pub refuse: Option<Refuse>,
     /// What every hop must pass before it is sent (a page read's robots.txt).
     pub hops: Option<&'a dyn crate::http::HopCheck>,
+    /// The window a body sent for must have a place in ([`crate::http::GetRequest::window`]).
+    pub window: Option<std::sync::Arc<tokio::sync::Semaphore>>,
 }
 
 /// What the GET gave.
@@ -64,6 +66,8 @@ pub(crate) struct Fetched {
     pub warnings: Vec<(WarningCode, String)>,
     /// Until when (Unix ms) the server's own freshness covers what is served, if it does.
     pub fresh_until_ms: Option<u64>,
+    /// The place in the request's window, when it asked for one and a send was made.
+    pub window: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Fetched {
@@ -74,6 +78,7 @@ impl Fetched {
             gate_wait: std::time::Duration::ZERO,
             warnings: Vec::new(),
             fresh_until_ms: None,
+            window: None,
         }
     }
 }
@@ -129,6 +134,16 @@ impl Context {
     /// Gets `req.url` through the cache and the gate.
     pub(crate) async fn cached_get(&self, req: CachedGet<'_>) -> Fetched {
         let cache = self.cache_of(req.kind, req.mode);
+        // A body in a window has its place before it is in memory: a cached one's before it
+        // is loaded, a new one's once its host's turn has come (taken by the client).
+        let mut window = req.window;
+        let mut held = None;
+        if let (Some(w), Some(c)) = (&window, &cache)
+            && c.has_entry(req.key)
+        {
+            held = w.clone().acquire_owned().await.ok();
+            window = None;
+        }
         let (mut cached, corrupt) = load(cache.as_ref(), req.key).await;
         // A private body is another user's unless it was fetched with these credentials.
         let credential_id = self.client.credential_id(&req.url);
@@ -156,6 +171,7 @@ impl Context {
             let mut f = Fetched::new(Got::Cached(entry, FeedStatus::Ok));
             f.fresh_until_ms = until;
             f.warnings = warnings;
+            f.window = held;
             return f;
         }
         let mut ex: Exchange = self
@@ -167,6 +183,7 @@ impl Context {
                 accept: req.accept,
                 refuse: req.refuse,
                 hops: req.hops,
+                window,
             })
             .await;
         warnings.extend(
@@ -231,6 +248,7 @@ impl Context {
             gate_wait: ex.gate_wait,
             warnings,
             fresh_until_ms,
+            window: held.or(ex.window),
         }
     }
 

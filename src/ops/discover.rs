@@ -29,6 +29,7 @@ pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
                     accept: ACCEPT_PAGES,
                     refuse: None,
                     hops: None,
+                    window: None,
                 })
                 .await;
             exchange = super::exchange_warnings(&input.feed_url, &mut ex);

@@ -333,6 +333,7 @@ async fn fetch_http(
             accept: ACCEPT_FEEDS,
             refuse: None,
             hops: None,
+            window: None,
         })
         .await;
     let mut o = match f.got {

@@ -8,6 +8,7 @@ mod config;
 mod deadline;
 mod dedupe;
 mod discover;
+mod extract;
 mod fetch;
 mod hosts;
 pub mod pages;
@@ -65,6 +66,8 @@ pub struct Context {
     /// Readers' delivery marks (under the state directory, or in the fleet's Redis), or
     /// why they cannot be kept.
     pub(crate) readers: Result<std::sync::Arc<crate::readers::Readers>, String>,
+    /// The window of pages in flight in this process.
+    pub(crate) pages: extract::PageWindow,
 }
 
 impl Context {
@@ -99,6 +102,7 @@ impl Context {
             cursor_key: Default::default(),
             settings,
             readers,
+            pages: Default::default(),
         }
     }
 

@@ -258,6 +258,7 @@ impl<'a> RobotsGuard<'a> {
                         accept: ACCEPT_ROBOTS,
                         refuse: None,
                         hops: None,
+                        window: None,
                     })
                     .await;
                 match f.got {

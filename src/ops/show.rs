@@ -106,6 +106,7 @@ pub async fn show_item(
             accept: ACCEPT_FEEDS,
             refuse: None,
             hops: None,
+            window: None,
         })
         .await;
     for (code, msg) in f.warnings {

@@ -130,6 +130,14 @@ pub fn hint(e: &ErrorObject, caller: Caller) -> Option<String> {
             "an index page or a login wall; {}",
             discover("finds its feeds")
         ),
+        "EXTRACTION_TIMEOUT" if text("cut_by") == Some("call") => {
+            if cli {
+                "read fewer pages at once".into()
+            } else {
+                "call again with a longer timeout_seconds or fewer urls".into()
+            }
+        }
+        "EXTRACTION_TIMEOUT" => "the page is too heavy to read as an article".into(),
         "ROBOTS_DISALLOWED" => "the site asks robots not to read it".into(),
         "PAGE_FETCH_FAILED" => match num("http_status") {
             Some(404 | 410) => "the page is gone".into(),

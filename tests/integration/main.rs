@@ -1,6 +1,7 @@
 //! Integration tests: every test talks only to loopback servers it starts itself.
 
 mod helpers;
+mod hostile_pages;
 mod hosts;
 
 mod gate_word;

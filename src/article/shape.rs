@@ -1,0 +1,665 @@
+//! Bounds on a page's shape, enforced before any tree is built from it.
+//!
+//! An HTML tree builder walks its stack of open elements for many tags, and the extractors
+//! walk trees recursively: a page of 30,000 nested `<span>` overflowed a thread's stack (no
+//! `catch_unwind` sees that: the process aborts), 100,000 nested `<div>` kept a parser busy
+//! for a minute. So a page reaches the extractors only once its shape is known to be within
+//! [`MAX_DEPTH`] levels of nesting, [`MAX_ELEMENTS`] elements and [`MAX_ATTRIBUTE_BYTES`] of
+//! attribute text per tag; one linear pass over the tokens decides that ([`within_bounds`]),
+//! counting so that it never undercounts what a browser's tree builder would build (it
+//! closes an element only where any tree builder would). A page past a bound is written again
+//! ([`rewrite`]): strictly nested, every element closed explicitly, the tags past the bounds
+//! left out and their text kept, comments dropped. Both passes check the call's [`Stop`] as
+//! they go.
+
+use std::borrow::Cow;
+
+use super::stop::{Stop, Stopped};
+use crate::html::{Token, Tokenizer};
+
+/// The deepest nesting of elements extraction reads; the tags of deeper elements are left
+/// out (their text is kept). Pages people read nest 20–60 deep; the extractors' work grows
+/// with elements × depth.
+pub(crate) const MAX_DEPTH: usize = 128;
+
+/// The most elements extraction reads; the tags of later elements are left out (their text
+/// is kept). A long news page has a few thousand.
+pub(crate) const MAX_ELEMENTS: usize = 50_000;
+
+/// The longest run of text between two tags extraction reads in one piece: a longer one is
+/// split (with `<wbr>`, at a space where there is one), since writing a text node out again
+/// costs the HTML serializer the extractors use time in its length times the characters it
+/// escapes. A paragraph runs a few thousand bytes.
+pub(crate) const MAX_TEXT_RUN: usize = 16 * 1024;
+
+/// The most attribute text one tag may carry as written; in a rewritten page, a longer
+/// attribute is left out.
+pub(crate) const MAX_ATTRIBUTE_BYTES: usize = 256 * 1024;
+
+/// At most this many attributes of one tag are written again.
+const MAX_ATTRIBUTES: usize = 64;
+
+/// Elements left out past the bounds are still tracked (so their end tags close nothing
+/// else) up to this many open at once.
+const MAX_TRACKED: usize = 65_536;
+
+/// How many tokens pass between two checks of the call's [`Stop`].
+const CHECK_EVERY: usize = 4096;
+
+/// The bounds a page is read within.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// [`MAX_DEPTH`].
+    pub depth: usize,
+    /// [`MAX_ELEMENTS`].
+    pub elements: usize,
+    /// [`MAX_ATTRIBUTE_BYTES`].
+    pub attribute_bytes: usize,
+}
+
+/// The bounds every page is read within.
+pub(crate) const LIMITS: Limits = Limits {
+    depth: MAX_DEPTH,
+    elements: MAX_ELEMENTS,
+    attribute_bytes: MAX_ATTRIBUTE_BYTES,
+};
+
+/// `html` as the extractors may read it: itself when its shape is within the bounds, else
+/// written again within them.
+pub(crate) fn bounded<'a>(html: &'a str, stop: &Stop) -> Result<Cow<'a, str>, Stopped> {
+    bounded_by(html, &LIMITS, stop)
+}
+
+/// [`bounded`] within `limits`.
+pub(crate) fn bounded_by<'a>(
+    html: &'a str,
+    limits: &Limits,
+    stop: &Stop,
+) -> Result<Cow<'a, str>, Stopped> {
+    if within_bounds(html, limits, stop)? {
+        Ok(Cow::Borrowed(html))
+    } else {
+        rewrite(html, limits, stop).map(Cow::Owned)
+    }
+}
+
+/// How deep a tree builder may nest a page whose shape was counted `depth` deep: up to
+/// three more for each level (implied table sections and rows, formatting elements it opens
+/// again) and a few for the document itself.
+pub(crate) const fn tree_builder_allowance(depth: usize) -> usize {
+    4 * depth + 6
+}
+
+/// The deepest element of `html` as a tree builder builds it (dom_query's, the one
+/// dom_smoothie reads pages with), walked without recursion: what checks of the bounds
+/// measure.
+pub(crate) fn tree_depth(html: &str) -> usize {
+    let doc = dom_query::Document::from(html);
+    let mut deepest = 0;
+    let mut stack = vec![(doc.root(), 0usize)];
+    while let Some((node, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        let mut child = node.first_child();
+        while let Some(c) = child {
+            stack.push((c.clone(), depth + 1));
+            child = c.next_sibling();
+        }
+    }
+    deepest
+}
+
+/// Elements with no content and no end tag, as a tree builder reads them.
+fn is_void(name: &str) -> bool {
+    crate::html::is_void(name) || matches!(name, "basefont" | "bgsound" | "frame")
+}
+
+/// Elements whose content the tokenizer reads as raw text in HTML (not in SVG or MathML).
+fn is_raw(name: &str) -> bool {
+    matches!(
+        name,
+        "script" | "style" | "textarea" | "xmp" | "iframe" | "noembed" | "noframes" | "title"
+    )
+}
+
+/// Start tags that end SVG or MathML content (a tree builder pops the foreign elements and
+/// reads them as HTML).
+fn breaks_out(name: &str, attrs: &str) -> bool {
+    matches!(
+        name,
+        "b" | "big"
+            | "blockquote"
+            | "body"
+            | "br"
+            | "center"
+            | "code"
+            | "dd"
+            | "div"
+            | "dl"
+            | "dt"
+            | "em"
+            | "embed"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "head"
+            | "hr"
+            | "i"
+            | "img"
+            | "li"
+            | "listing"
+            | "menu"
+            | "meta"
+            | "nobr"
+            | "ol"
+            | "p"
+            | "pre"
+            | "ruby"
+            | "s"
+            | "small"
+            | "span"
+            | "strong"
+            | "strike"
+            | "sub"
+            | "sup"
+            | "table"
+            | "tt"
+            | "u"
+            | "ul"
+            | "var"
+    ) || (name == "font"
+        && ["color", "face", "size"]
+            .iter()
+            .any(|a| crate::html::attr(attrs, a).is_some()))
+}
+
+/// How an element's content is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Html,
+    Foreign,
+}
+
+/// What an element is in the model: its name, whether it is SVG/MathML, how its content is
+/// read, and (in a rewrite) whether its tags are written.
+#[derive(Debug, Clone)]
+struct Open<'a> {
+    name: Cow<'a, str>,
+    content: Mode,
+    written: bool,
+}
+
+/// The name of the tag that starts at byte `at` of `src` (after `<` or `</`), as a tree
+/// builder reads it: up to whitespace, `/` or `>`, ASCII lower-cased.
+fn tag_name(src: &str, at: usize) -> Cow<'_, str> {
+    let rest = &src[at..];
+    let end = rest
+        .find(|c: char| c.is_ascii_whitespace() || c == '/' || c == '>')
+        .unwrap_or(rest.len());
+    let name = &rest[..end];
+    if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(name.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(name)
+    }
+}
+
+/// The mode an element's content is read in, given the mode it was opened in.
+fn content_mode(name: &str, attrs: &str, opened_in: Mode) -> (Mode, Mode) {
+    let element = match opened_in {
+        Mode::Html if name == "svg" || name == "math" => Mode::Foreign,
+        Mode::Html => Mode::Html,
+        Mode::Foreign if breaks_out(name, attrs) => Mode::Html,
+        Mode::Foreign => Mode::Foreign,
+    };
+    let content = match element {
+        Mode::Html => Mode::Html,
+        Mode::Foreign => {
+            let integration = matches!(
+                name,
+                "foreignobject" | "desc" | "title" | "mi" | "mo" | "mn" | "ms" | "mtext"
+            ) || (name == "annotation-xml"
+                && crate::html::attr(attrs, "encoding").is_some_and(|e| {
+                    e.eq_ignore_ascii_case("text/html")
+                        || e.eq_ignore_ascii_case("application/xhtml+xml")
+                }));
+            if integration {
+                Mode::Html
+            } else {
+                Mode::Foreign
+            }
+        }
+    };
+    (element, content)
+}
+
+/// Elements a start tag of the same name closes when it is the current one (a new
+/// paragraph, list item, row, cell or option), as every tree builder does.
+fn closes_its_twin(name: &str) -> bool {
+    matches!(
+        name,
+        "p" | "li" | "dt" | "dd" | "tr" | "td" | "th" | "option" | "optgroup"
+    )
+}
+
+/// Whether `html`'s shape is within the bounds, counted so as never to undercount a tree
+/// builder's nesting: an element is closed only by its own end tag while it is the current
+/// one, or by a twin start tag (a new `<p>` after an open `<p>`); every other start tag
+/// nests, a self-closing tag is closed only in SVG or MathML, and each level may cost a
+/// tree builder up to three (implied table sections and rows, formatting elements it opens
+/// again), which [`MAX_DEPTH`] allows for. Where what a tree builder does cannot be known
+/// from here (an end tag that is not the current element's inside SVG or MathML), the rest
+/// of the page is read in the way that counts most.
+fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<bool, Stopped> {
+    let mut tokens = Tokenizer::new(html);
+    let mut stack: Vec<Open<'_>> = Vec::new();
+    let mut elements = 0usize;
+    // After an ambiguity in foreign content: no self-closing tag is taken as closed, no
+    // element's content is skipped as raw text, `<![CDATA[` ends at the next `>`.
+    let mut doubt = false;
+    let mut n = 0usize;
+    loop {
+        let mode = stack.last().map_or(Mode::Html, |o| o.content);
+        tokens.set_foreign(mode == Mode::Foreign && !doubt);
+        let Some(tok) = tokens.next() else { break };
+        let from = tokens.tag_start();
+        n += 1;
+        if n.is_multiple_of(CHECK_EVERY) {
+            stop.check()?;
+        }
+        match tok {
+            Token::Start {
+                attrs,
+                self_closing,
+                ..
+            } => {
+                let name = tag_name(html, from + 1);
+                elements += 1;
+                if elements > limits.elements || attrs.len() > limits.attribute_bytes {
+                    return Ok(false);
+                }
+                if matches!(name.as_ref(), "html" | "head" | "body") || is_void(&name) {
+                    continue;
+                }
+                let (element, content) = content_mode(&name, attrs, mode);
+                if mode == Mode::Foreign && element == Mode::Html {
+                    doubt = true;
+                }
+                let foreign_closed = element == Mode::Foreign && self_closing && !doubt;
+                if is_raw(&name) && (element == Mode::Foreign || doubt) {
+                    tokens.not_raw();
+                }
+                if foreign_closed {
+                    continue;
+                }
+                if closes_its_twin(&name) && stack.last().is_some_and(|o| o.name == name) {
+                    stack.pop();
+                }
+                stack.push(Open {
+                    name,
+                    content,
+                    written: true,
+                });
+                if stack.len() > limits.depth {
+                    return Ok(false);
+                }
+            }
+            Token::End(_) => {
+                let name = tag_name(html, from + 2);
+                if stack.last().is_some_and(|o| o.name == name) {
+                    stack.pop();
+                } else if mode == Mode::Foreign || stack.iter().any(|o| o.content == Mode::Foreign)
+                {
+                    doubt = true;
+                }
+            }
+            // Raw text (a script, a style) is written out again as it is, not escaped.
+            Token::Text(t) => {
+                if t.len() > MAX_TEXT_RUN {
+                    return Ok(false);
+                }
+            }
+            Token::RawText(_) => {}
+        }
+    }
+    Ok(true)
+}
+
+/// Appends `text` with every `<` written as `&lt;` (so no text becomes a tag), split into
+/// runs of at most [`MAX_TEXT_RUN`] bytes by `<wbr>` (after a space where one is near).
+fn push_text(out: &mut String, text: &str) {
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut end = rest.len();
+        if end > MAX_TEXT_RUN {
+            end = rest.floor_char_boundary(MAX_TEXT_RUN);
+            if let Some(space) = rest[..end].rfind(' ').filter(|&i| i > end / 2) {
+                end = space + 1;
+            } else if let Some(amp) = rest[..end].rfind('&').filter(|&i| i > 0 && end - i < 40)
+                && !rest[amp..end].contains(';')
+            {
+                // Not inside a character reference.
+                end = amp;
+            }
+        }
+        let (run, more) = rest.split_at(end);
+        let mut part = run;
+        while let Some(i) = part.find('<') {
+            out.push_str(&part[..i]);
+            out.push_str("&lt;");
+            part = &part[i + 1..];
+        }
+        out.push_str(part);
+        if !more.is_empty() {
+            out.push_str("<wbr>");
+        }
+        rest = more;
+    }
+}
+
+/// Appends a start tag named `name` with the attributes of `attrs`, written again: names a
+/// tree builder reads the same way, values quoted and escaped, long ones left out.
+fn push_start(out: &mut String, name: &str, attrs: &str, limits: &Limits) {
+    out.push('<');
+    out.push_str(name);
+    for (k, v) in crate::html::attributes(attrs).take(MAX_ATTRIBUTES) {
+        let plain = !k.is_empty()
+            && k.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':' | b'.'));
+        if !plain || v.len() > limits.attribute_bytes {
+            continue;
+        }
+        out.push(' ');
+        out.push_str(&k);
+        out.push_str("=\"");
+        for c in v.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '"' => out.push_str("&quot;"),
+                '<' => out.push_str("&lt;"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    out.push('>');
+}
+
+/// Whether a tag name can be written as it is (anything else is left out, its text kept).
+fn plain_name(name: &str) -> bool {
+    name.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':' | b'.'))
+}
+
+/// Start tags that close an open paragraph.
+fn closes_p(name: &str) -> bool {
+    matches!(
+        name,
+        "address"
+            | "article"
+            | "aside"
+            | "blockquote"
+            | "center"
+            | "details"
+            | "dialog"
+            | "dir"
+            | "div"
+            | "dl"
+            | "fieldset"
+            | "figcaption"
+            | "figure"
+            | "footer"
+            | "form"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "header"
+            | "hgroup"
+            | "hr"
+            | "li"
+            | "dd"
+            | "dt"
+            | "listing"
+            | "main"
+            | "menu"
+            | "nav"
+            | "ol"
+            | "p"
+            | "pre"
+            | "search"
+            | "section"
+            | "summary"
+            | "table"
+            | "ul"
+            | "xmp"
+    )
+}
+
+/// Elements whose tags part the words around them (blocks, rows, cells, line breaks).
+fn separates(name: &str) -> bool {
+    closes_p(name) || matches!(name, "br" | "td" | "th" | "tr" | "option" | "body")
+}
+
+/// Elements that bound the search for an element to close implicitly.
+fn is_scope(name: &str) -> bool {
+    matches!(
+        name,
+        "applet"
+            | "caption"
+            | "html"
+            | "table"
+            | "td"
+            | "th"
+            | "marquee"
+            | "object"
+            | "template"
+            | "button"
+            | "svg"
+            | "math"
+    )
+}
+
+/// The page written again within the bounds (see the module's doc).
+struct Rewriter<'a> {
+    limits: Limits,
+    out: String,
+    stack: Vec<Open<'a>>,
+    /// Elements whose tags are written and still open.
+    depth: usize,
+    elements: usize,
+    seen_root: [bool; 3],
+}
+
+impl<'a> Rewriter<'a> {
+    /// Closes the open elements from the top down to the one at `index`, writing the end
+    /// tags of those that were written.
+    fn close_to(&mut self, index: usize) {
+        while self.stack.len() > index {
+            let Some(o) = self.stack.pop() else { break };
+            if o.written {
+                self.depth -= 1;
+                self.out.push_str("</");
+                self.out.push_str(&o.name);
+                self.out.push('>');
+            } else if separates(&o.name) {
+                self.out.push(' ');
+            }
+        }
+    }
+
+    /// The index of the innermost open element named `name` within scope (not past an
+    /// element that bounds the search), if any.
+    fn in_scope(&self, names: &[&str]) -> Option<usize> {
+        for (i, o) in self
+            .stack
+            .iter()
+            .enumerate()
+            .rev()
+            .take(self.limits.depth * 2)
+        {
+            if names.contains(&o.name.as_ref()) {
+                return Some(i);
+            }
+            if is_scope(&o.name) {
+                return None;
+            }
+        }
+        None
+    }
+
+    fn start(&mut self, name: Cow<'a, str>, attrs: &str, self_closing: bool, mode: Mode) -> bool {
+        if let Some(i) = ["html", "head", "body"].iter().position(|r| *r == name) {
+            if !self.seen_root[i] {
+                self.seen_root[i] = true;
+                push_start(&mut self.out, &name, attrs, &self.limits);
+            }
+            return false;
+        }
+        if closes_p(&name)
+            && let Some(i) = self.in_scope(&["p"])
+        {
+            self.close_to(i);
+        }
+        let twin: &[&str] = match name.as_ref() {
+            "li" => &["li"],
+            "dt" | "dd" => &["dt", "dd"],
+            "td" | "th" => &["td", "th"],
+            "tr" => &["tr"],
+            "a" => &["a"],
+            "option" => &["option"],
+            "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => &["h1", "h2", "h3", "h4", "h5", "h6"],
+            _ => &[],
+        };
+        if !twin.is_empty()
+            && let Some(i) = self.in_scope(twin)
+        {
+            self.close_to(i);
+        }
+        self.elements += 1;
+        let room = self.elements <= self.limits.elements && plain_name(&name);
+        if is_void(&name) {
+            if room {
+                push_start(&mut self.out, &name, attrs, &self.limits);
+            } else if separates(&name) {
+                self.out.push(' ');
+            }
+            return false;
+        }
+        let written = room && self.depth < self.limits.depth;
+        if !written && separates(&name) {
+            // The words on either side of a block left out stay apart.
+            self.out.push(' ');
+        }
+        if self_closing {
+            if written {
+                push_start(&mut self.out, &name, attrs, &self.limits);
+                self.out.push_str("</");
+                self.out.push_str(&name);
+                self.out.push('>');
+            }
+            return false;
+        }
+        if !written && self.stack.len() >= MAX_TRACKED {
+            return true;
+        }
+        if written {
+            push_start(&mut self.out, &name, attrs, &self.limits);
+            self.depth += 1;
+        }
+        let (_, content) = content_mode(&name, attrs, mode);
+        self.stack.push(Open {
+            name,
+            content,
+            written,
+        });
+        false
+    }
+
+    fn end(&mut self, name: &str) {
+        match name {
+            "html" | "head" | "body" => {}
+            "br" => self.out.push_str("<br>"),
+            _ => {
+                let found = self
+                    .stack
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .take(self.limits.depth * 2)
+                    .find(|(_, o)| o.name == name)
+                    .map(|(i, _)| i);
+                if let Some(i) = found {
+                    self.close_to(i);
+                }
+            }
+        }
+    }
+}
+
+/// `html` written again within the bounds: strictly nested, every written element closed
+/// by an explicit end tag, tags past the bounds left out with their text kept, text and raw
+/// text with no `<` that could open a tag, comments dropped.
+fn rewrite(html: &str, limits: &Limits, stop: &Stop) -> Result<String, Stopped> {
+    let mut w = Rewriter {
+        limits: *limits,
+        out: String::with_capacity(html.len() / 2 + 64),
+        stack: Vec::new(),
+        depth: 0,
+        elements: 0,
+        seen_root: [false; 3],
+    };
+    w.out.push_str("<!DOCTYPE html>");
+    let mut tokens = Tokenizer::new(html);
+    // Raw text of an element left out is left out too.
+    let mut skip_raw = false;
+    let mut n = 0usize;
+    loop {
+        let mode = w.stack.last().map_or(Mode::Html, |o| o.content);
+        tokens.set_foreign(mode == Mode::Foreign);
+        let Some(tok) = tokens.next() else { break };
+        let from = tokens.tag_start();
+        n += 1;
+        if n.is_multiple_of(CHECK_EVERY) {
+            stop.check()?;
+        }
+        match tok {
+            Token::Start {
+                attrs,
+                self_closing,
+                ..
+            } => {
+                let name = tag_name(html, from + 1);
+                let (element, _) = content_mode(&name, attrs, mode);
+                let mut raw = is_raw(&name) && !self_closing;
+                if raw && element == Mode::Foreign {
+                    tokens.not_raw();
+                    raw = false;
+                }
+                let untracked = w.start(name, attrs, self_closing, mode);
+                skip_raw = raw && (untracked || w.stack.last().is_some_and(|o| !o.written));
+            }
+            Token::End(_) => {
+                let name = tag_name(html, from + 2);
+                w.end(&name);
+            }
+            Token::Text(t) => push_text(&mut w.out, t),
+            Token::RawText(t) => {
+                if !std::mem::take(&mut skip_raw) {
+                    push_text(&mut w.out, t);
+                }
+            }
+        }
+    }
+    w.close_to(0);
+    Ok(w.out)
+}
+
+#[cfg(test)]
+mod tests;

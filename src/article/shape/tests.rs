@@ -1,0 +1,201 @@
+//! The shape bounds against a real tree builder (dom_query's, the one dom_smoothie reads
+//! pages with): what reaches the extractors is never nested deeper than the bounds allow.
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn allowed(depth: usize) -> usize {
+    tree_builder_allowance(depth)
+}
+
+fn shaped(html: &str) -> Cow<'_, str> {
+    bounded(html, &Stop::never()).unwrap()
+}
+
+#[test]
+fn issue_27_ordinary_pages_reach_the_extractors_untouched() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/articles");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "html") {
+            let html = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+            assert!(
+                matches!(shaped(&html), Cow::Borrowed(_)),
+                "{} was rewritten",
+                path.display()
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 3);
+    let soup = "<p>one<p>two<ul><li>a<li>b</ul><table><tr><td>x<td>y</table>\
+                <svg><path d='M0'/><path/><title>icon</title></svg><p>three";
+    assert!(matches!(shaped(soup), Cow::Borrowed(_)));
+}
+
+#[test]
+fn issue_27_deep_pages_are_written_again_within_the_bounds_with_their_text() {
+    let hostile = [
+        format!(
+            "{}deep words{}",
+            "<span>".repeat(30_000),
+            "</span>".repeat(30_000)
+        ),
+        format!("{}deep words", "<div>".repeat(12_000)),
+        format!("{}deep words", "<div/>".repeat(5_000)),
+        format!("{}deep words", "<span><div></span>".repeat(3_000)),
+        format!(
+            "<svg><title>{}deep words</title></svg>",
+            "<g>".repeat(3_000)
+        ),
+        format!("<![CDATA[>{}deep words]]>", "<div>".repeat(3_000)),
+        format!("{}deep words", "<x$1></x$2>".repeat(3_000)),
+        format!("{}deep words", "<table><td>".repeat(2_000)),
+        format!("{}deep words", "<p><b><div>".repeat(2_000)),
+        format!(
+            "<math><annotation-xml>{}<style></style>deep words",
+            "<mi>".repeat(2_000)
+        ),
+        format!("<svg><g><div></div>{}deep words", "<span/>".repeat(3_000)),
+    ];
+    for html in &hostile {
+        let out = shaped(html);
+        assert!(matches!(out, Cow::Owned(_)), "{}", &html[..40]);
+        let depth = tree_depth(&out);
+        assert!(depth <= allowed(MAX_DEPTH), "{}: {depth} deep", &html[..40]);
+        assert!(out.contains("deep words"), "{}", &html[..40]);
+    }
+}
+
+#[test]
+fn issue_27_too_many_elements_or_a_huge_attribute_is_bounded_too() {
+    let many = "<b>x</b>".repeat(MAX_ELEMENTS + 10);
+    let out = shaped(&many);
+    assert!(matches!(out, Cow::Owned(_)));
+    assert!(out.matches("<b>").count() <= MAX_ELEMENTS);
+    assert_eq!(
+        out.matches('x').count(),
+        MAX_ELEMENTS + 10,
+        "no text is lost"
+    );
+    let paragraphs = "<p>one two</p>".repeat(MAX_ELEMENTS + 10);
+    let plain = crate::feed::render::to_plain(&shaped(&paragraphs));
+    assert_eq!(
+        plain.split_whitespace().count(),
+        2 * (MAX_ELEMENTS + 10),
+        "words of blocks left out stay apart"
+    );
+    let huge = format!(
+        "<p class=\"{}\" id=keep>text</p>",
+        "a".repeat(MAX_ATTRIBUTE_BYTES + 1)
+    );
+    let out = shaped(&huge);
+    assert!(
+        out.contains("<p id=\"keep\">text</p>"),
+        "{}",
+        &out[..60.min(out.len())]
+    );
+}
+
+#[test]
+fn issue_27_a_long_run_of_text_is_split_and_none_of_it_lost() {
+    let run = "word&nbsp;\u{a0}".repeat(MAX_TEXT_RUN / 4);
+    let html = format!("<p>{run}</p>");
+    let out = shaped(&html);
+    assert!(matches!(out, Cow::Owned(_)));
+    assert!(out.contains("<wbr>"));
+    assert_eq!(
+        out.replace("<wbr>", "").matches("word").count(),
+        MAX_TEXT_RUN / 4
+    );
+    assert!(
+        out.split("<wbr>")
+            .all(|piece| piece.len() <= MAX_TEXT_RUN + 64)
+    );
+}
+
+#[test]
+fn issue_27_a_cut_call_stops_the_shape_pass() {
+    let (stop, guard) = Stop::new(std::time::Duration::from_secs(3600));
+    drop(guard);
+    let html = "<div>".repeat(CHECK_EVERY * 2);
+    assert_eq!(bounded(&html, &stop), Err(Stopped::Cancelled));
+}
+
+/// Tags whose rules differ in a tree builder: paragraphs, lists, tables, formatting,
+/// foreign content and its integration points, raw text, void and self-closing forms.
+fn piece() -> impl Strategy<Value = String> {
+    let names = prop::sample::select(vec![
+        "div",
+        "span",
+        "p",
+        "b",
+        "i",
+        "a",
+        "font",
+        "li",
+        "ul",
+        "table",
+        "tr",
+        "td",
+        "th",
+        "tbody",
+        "svg",
+        "math",
+        "g",
+        "title",
+        "style",
+        "script",
+        "desc",
+        "foreignobject",
+        "mi",
+        "mtext",
+        "annotation-xml",
+        "select",
+        "option",
+        "textarea",
+        "template",
+        "h1",
+        "h2",
+        "button",
+        "object",
+        "br",
+        "img",
+        "nobr",
+        "em",
+        "pre",
+        "form",
+        "dd",
+        "dt",
+    ]);
+    prop_oneof![
+        4 => names.clone().prop_map(|n| format!("<{n}>")),
+        2 => names.clone().prop_map(|n| format!("</{n}>")),
+        1 => names.prop_map(|n| format!("<{n}/>")),
+        1 => Just("text ".to_owned()),
+        1 => Just("<![CDATA[>".to_owned()),
+        1 => Just("]]>".to_owned()),
+        1 => Just("<annotation-xml encoding=text/html>".to_owned()),
+        1 => Just("<font color=red>".to_owned()),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Whatever a page's tags, a tree builder never nests what reaches the extractors
+    /// deeper than the bounds allow, whether the page went through untouched or written
+    /// again.
+    #[test]
+    fn issue_27_no_tag_soup_reaches_the_extractors_deeper_than_allowed(
+        pieces in prop::collection::vec(piece(), 0..400),
+    ) {
+        let html: String = pieces.concat();
+        let limits = Limits { depth: 6, elements: 10_000, attribute_bytes: 1024 };
+        let out = bounded_by(&html, &limits, &Stop::never()).unwrap();
+        let depth = tree_depth(&out);
+        prop_assert!(depth <= allowed(limits.depth), "{depth} deep: {html}");
+    }
+}

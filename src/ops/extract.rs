@@ -1,0 +1,212 @@
+//! Where pages are read as articles, and how many at once: their own threads, one per page
+//! in flight (so no page, however heavy, takes a thread from the feeds' parse pool or keeps
+//! an ordinary page waiting for one), with stacks sized far past what the bounded shape of a
+//! page needs; and a window of pages in flight per process (so a batch of pages holds a
+//! bounded number of bodies in memory, not all of them).
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::article::{EXTRACTION_BUDGET, Stop};
+use crate::error::{Error, ExtractionCut, Result};
+
+/// Pages one process has in flight at once (fetched, waiting for a thread, or being read):
+/// a batch of pages holds at most this many bodies (each at most `--max-body-bytes`).
+pub(crate) const PAGES_IN_FLIGHT: usize = 8;
+
+/// Each page thread's stack: a page reaches the extractors nested at most
+/// `article::shape::MAX_DEPTH` deep (a tree builder may add up to three levels for each),
+/// and the extractors' recursion takes well under this at that depth.
+const PAGE_THREAD_STACK: usize = 64 << 20;
+
+/// The longest a caller waits for a page once a thread has taken it: the CPU budget
+/// ([`EXTRACTION_BUDGET`]) is checked between stages by the thread itself; this wall-clock
+/// limit answers for a stage that runs on without reaching a check, with room for pages
+/// sharing the cores.
+const WALL_LIMIT: Duration = Duration::from_secs(60);
+
+/// The window of pages in flight, shared by every call of a process.
+#[derive(Debug, Clone)]
+pub(crate) struct PageWindow(Arc<Semaphore>);
+
+impl Default for PageWindow {
+    fn default() -> Self {
+        PageWindow(Arc::new(Semaphore::new(PAGES_IN_FLIGHT)))
+    }
+}
+
+impl PageWindow {
+    /// A place in the window, held until the page is read (or its call goes away).
+    pub(crate) async fn enter(&self) -> Option<OwnedSemaphorePermit> {
+        self.0.clone().acquire_owned().await.ok()
+    }
+
+    /// The window's places, for a send that takes one once its host's turn has come.
+    pub(crate) fn semaphore(&self) -> Arc<Semaphore> {
+        self.0.clone()
+    }
+}
+
+/// When a page's extraction began, once it has: a call cut then says its page was being
+/// read, not waiting for its host.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Extracting(Arc<OnceLock<Instant>>);
+
+impl Extracting {
+    /// The error of a call cut while the page was being read, if it was.
+    pub(crate) fn cut(&self, url: &str) -> Option<Error> {
+        self.0.get().map(|since| Error::ExtractionTimeout {
+            url: crate::error::echo(url),
+            cut_by: ExtractionCut::Call,
+            elapsed: since.elapsed(),
+        })
+    }
+}
+
+fn pool() -> std::result::Result<&'static rayon::ThreadPool, &'static str> {
+    static POOL: OnceLock<std::result::Result<rayon::ThreadPool, String>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        // One thread per page in flight, whatever the cores: a heavy page shares the CPU
+        // with an ordinary one beside it instead of keeping it waiting for a thread.
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(PAGES_IN_FLIGHT)
+            .stack_size(PAGE_THREAD_STACK)
+            .thread_name(|i| format!("rss-page-{i}"))
+            .build()
+            .map_err(|e| e.to_string())
+    })
+    .as_ref()
+    .map_err(String::as_str)
+}
+
+/// Runs `read` (a page's reading, given its stop signal) on a page thread. The stop signal
+/// fires when this future is dropped (the call was cut or went away: the work stops at its
+/// next check) or when the page has used up [`EXTRACTION_BUDGET`] of its thread's CPU time;
+/// a caller waits for the work's own answer at most [`WALL_LIMIT`] once a thread took it.
+pub(crate) async fn on_page_thread<T: Send + 'static>(
+    url: &url::Url,
+    extracting: &Extracting,
+    read: impl FnOnce(&Stop) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let pool = pool().map_err(|e| Error::internal(format!("no page threads: {e}")))?;
+    let (stop, _cancel_on_drop) = Stop::new(EXTRACTION_BUDGET);
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    pool.spawn(move || {
+        // A page whose call went away while it queued is not read at all.
+        if stop.check().is_err() {
+            return;
+        }
+        let stop = stop.restarted(EXTRACTION_BUDGET);
+        let _ = started_tx.send(());
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+            || read(&stop),
+        )));
+    });
+    if started_rx.await.is_err() {
+        return Err(Error::internal("a page thread did not take the page"));
+    }
+    let _ = extracting.0.set(Instant::now());
+    match tokio::time::timeout(WALL_LIMIT, rx).await {
+        Ok(Ok(Ok(r))) => r,
+        Ok(_) => Err(Error::internal("a page thread failed")),
+        Err(_) => Err(Error::ExtractionTimeout {
+            url: url.to_string(),
+            cut_by: ExtractionCut::Budget,
+            elapsed: EXTRACTION_BUDGET,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn issue_27_a_call_cut_while_its_page_is_read_says_so_and_the_work_stops() {
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (saw, seen) = std::sync::mpsc::channel::<Result<(), crate::article::Stopped>>();
+        let (running_tx, running) = tokio::sync::oneshot::channel::<()>();
+        let extracting = Extracting::default();
+        let url = url::Url::parse("http://127.0.0.1/page").unwrap();
+        let mut work = Box::pin(on_page_thread(&url, &extracting, move |stop| {
+            let _ = running_tx.send(());
+            // The extractor at work, until the test lets it go on to its next check.
+            let _ = released.recv();
+            let _ = saw.send(stop.check());
+            Ok(())
+        }));
+        tokio::select! {
+            _ = &mut work => panic!("the page cannot be read before it is let go"),
+            _ = running => {}
+        }
+        // Let the call see its page taken by a thread (as a deadline finds it).
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), &mut work)
+                .await
+                .is_err()
+        );
+        assert!(Extracting::default().cut("page").is_none(), "not read yet");
+        let Some(Error::ExtractionTimeout { cut_by, .. }) = extracting.cut("page") else {
+            panic!("a cut while reading is EXTRACTION_TIMEOUT");
+        };
+        assert_eq!(cut_by, ExtractionCut::Call);
+        // The call goes away: the work, at its next check, stops.
+        drop(work);
+        release.send(()).unwrap();
+        assert_eq!(
+            tokio::task::spawn_blocking(move || seen.recv().unwrap())
+                .await
+                .unwrap(),
+            Err(crate::article::Stopped::Cancelled)
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_page_whose_call_went_away_while_it_queued_is_not_read() {
+        let read = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let url = url::Url::parse("http://127.0.0.1/page").unwrap();
+        // Every page thread busy until let go.
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let released = Arc::new(std::sync::Mutex::new(released));
+        let mut busy = Vec::new();
+        for _ in 0..PAGES_IN_FLIGHT {
+            let released = released.clone();
+            let url = url.clone();
+            busy.push(tokio::spawn(async move {
+                on_page_thread(&url, &Extracting::default(), move |_| {
+                    let _ = released.lock().unwrap().recv();
+                    Ok(())
+                })
+                .await
+            }));
+        }
+        let flag = read.clone();
+        let extracting = Extracting::default();
+        let queued = on_page_thread(&url, &extracting, move |_| {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        });
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), queued)
+                .await
+                .is_err()
+        );
+        for _ in 0..PAGES_IN_FLIGHT {
+            release.send(()).unwrap();
+        }
+        for b in busy {
+            b.await.unwrap().unwrap();
+        }
+        // The queued job ran after its caller went away, and read nothing.
+        let pool = pool().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        pool.spawn(move || tx.send(()).unwrap());
+        tokio::task::spawn_blocking(move || rx.recv().unwrap())
+            .await
+            .unwrap();
+        assert!(!read.load(std::sync::atomic::Ordering::SeqCst));
+    }
+}
