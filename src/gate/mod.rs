@@ -121,6 +121,9 @@ struct SlotState {
     next_ticket: u64,
     /// Permit holders whose send has not started (pacing, or about to retry).
     unstarted: usize,
+    /// Permit holders whose send is on the wire (counted against an announced quota until
+    /// their answers arrive).
+    in_flight: usize,
 }
 
 #[derive(Debug)]
@@ -492,9 +495,18 @@ pub struct Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        if self.phase == Phase::Unstarted {
+        let in_flight = {
             let mut g = self.slot.lock();
-            g.unstarted = g.unstarted.saturating_sub(1);
+            match self.phase {
+                Phase::Unstarted => g.unstarted = g.unstarted.saturating_sub(1),
+                Phase::InFlight => g.in_flight = g.in_flight.saturating_sub(1),
+                Phase::Done => {}
+            }
+            self.phase == Phase::InFlight
+        };
+        if in_flight {
+            // A send given up on the wire no longer holds back sends waiting for answers.
+            self.slot.changed.notify_waiters();
         }
     }
 }
@@ -508,11 +520,15 @@ impl Permit {
         }
         {
             let mut g = self.slot.lock();
-            if self.phase == Phase::Unstarted {
-                g.unstarted = g.unstarted.saturating_sub(1);
+            match self.phase {
+                Phase::Unstarted => g.unstarted = g.unstarted.saturating_sub(1),
+                Phase::InFlight => g.in_flight = g.in_flight.saturating_sub(1),
+                Phase::Done => {}
             }
-            if phase == Phase::Unstarted {
-                g.unstarted += 1;
+            match phase {
+                Phase::Unstarted => g.unstarted += 1,
+                Phase::InFlight => g.in_flight += 1,
+                Phase::Done => {}
             }
         }
         let back_in_line = phase == Phase::Unstarted;
@@ -539,20 +555,44 @@ impl Permit {
         self.enter(Phase::Unstarted);
         let mut slept = Duration::ZERO;
         loop {
-            let (now, wait) = {
+            let changed = self.slot.changed.notified();
+            let (now, wait, answers_due) = {
+                let g = self.slot.lock();
                 let now = Instant::now();
-                (now, self.slot.lock().host.pacing(now))
+                let wait = g.host.pacing(now);
+                // An announced quota that the sends on the wire use up: their answers say
+                // what is left, so this send waits for them (not for the refill).
+                let answers_due = g.in_flight > 0
+                    && g.host
+                        .quota_left(now, g.in_flight)
+                        .is_some_and(|(left, _)| left == 0);
+                (now, wait, answers_due)
             };
-            if wait.is_zero() {
+            if wait.is_zero() && !answers_due {
                 return Ok(slept);
             }
-            if now + wait > deadline {
+            if !wait.is_zero() {
+                if now + wait > deadline {
+                    return Err(Throttled {
+                        host: self.key.clone(),
+                        wait,
+                    });
+                }
+                tokio::time::sleep_until(now + wait).await;
+            } else if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                let wait = self
+                    .slot
+                    .lock()
+                    .host
+                    .live_quota(Instant::now())
+                    .map_or(self.params.sticky_spacing, |(_, reset)| {
+                        reset.saturating_duration_since(Instant::now())
+                    });
                 return Err(Throttled {
                     host: self.key.clone(),
                     wait,
                 });
             }
-            tokio::time::sleep_until(now + wait).await;
             let took = now.elapsed();
             slept += took;
             self.waited += took;

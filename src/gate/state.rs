@@ -7,6 +7,10 @@ use tokio::time::Instant;
 
 use super::GateParams;
 
+/// Two answers whose quota refills within this of each other speak of one window (a
+/// reset given in whole seconds from each answer's own moment moves by up to a second).
+const QUOTA_WINDOW_SLACK: Duration = Duration::from_millis(1500);
+
 /// The least margin by which a send clears a gap the host once refused.
 const FLOOR_MARGIN: Duration = Duration::from_millis(50);
 
@@ -142,8 +146,9 @@ impl HostState {
             .filter(|_| self.floor_until.is_some_and(|u| now < u))
     }
 
-    /// How long from `now` until a send may go: the cooldown or spacing in force, and the
-    /// learned floor after the last admitted send.
+    /// How long from `now` until a send may go: the cooldown or spacing in force, the
+    /// learned floor after the last admitted send, and an announced quota with nothing left
+    /// (until it refills).
     pub(crate) fn pacing(&self, now: Instant) -> Duration {
         let cooling = self
             .next_allowed
@@ -152,7 +157,19 @@ impl HostState {
             (Some(f), Some(last)) => (last + f).saturating_duration_since(now),
             _ => Duration::ZERO,
         };
-        cooling.max(floor)
+        let quota = match self.live_quota(now) {
+            Some((0, reset)) => reset.saturating_duration_since(now),
+            _ => Duration::ZERO,
+        };
+        cooling.max(floor).max(quota)
+    }
+
+    /// What an announced quota leaves to a send about to start while `in_flight` sends of
+    /// this process are on the wire: they are counted against the allowance until their
+    /// answers arrive (the server may not have counted them yet). `None`: no quota applies.
+    pub(crate) fn quota_left(&self, now: Instant, in_flight: usize) -> Option<(u64, Instant)> {
+        let (left, reset) = self.live_quota(now)?;
+        Some((left.saturating_sub(in_flight as u64), reset))
     }
 
     /// When every part of this state has lapsed: the cooldown, the warm window and the
@@ -198,14 +215,10 @@ impl HostState {
                     self.push_next_allowed(at + delay.min(p.max_cooldown));
                     self.updated = Some(at);
                 }
-                // A send takes one of what the host said is left; the last one closes the
-                // host until the quota refills.
-                if let Some((left, reset)) = self.live_quota(at) {
-                    let left = left.saturating_sub(1);
-                    self.quota_remaining = Some(left);
-                    if left == 0 {
-                        self.push_next_allowed(reset);
-                    }
+                // A send takes one of what the host said is left; with none left the host
+                // waits for the refill (`pacing`), unless an answer says more is left.
+                if let Some((left, _)) = self.live_quota(at) {
+                    self.quota_remaining = Some(left.saturating_sub(1));
                     self.updated = Some(at);
                 }
             }
@@ -216,10 +229,18 @@ impl HostState {
             } => {
                 // An absurd reset is capped like a cooldown.
                 let reset = reset.min(at + p.max_cooldown);
-                self.quota_remaining = Some(remaining);
-                self.quota_reset = Some(reset);
-                if remaining == 0 {
-                    self.push_next_allowed(reset);
+                match self.live_quota(at) {
+                    // The same window: answers come back in any order, and one that says
+                    // more is left was counted earlier than one that says less.
+                    Some((left, known)) if reset <= known + QUOTA_WINDOW_SLACK => {
+                        self.quota_remaining = Some(left.min(remaining));
+                        self.quota_reset = Some(known.max(reset));
+                    }
+                    // A new window (or the first word of one).
+                    _ => {
+                        self.quota_remaining = Some(remaining);
+                        self.quota_reset = Some(reset);
+                    }
                 }
                 self.updated = Some(at);
             }

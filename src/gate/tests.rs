@@ -871,3 +871,45 @@ mod properties {
         }
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn issue_27_sends_on_the_wire_are_counted_against_a_quota_and_an_older_answer_never_raises_it()
+ {
+    let params = GateParams {
+        host_concurrency: 3,
+        ..GateParams::default()
+    };
+    let gate = Gate::new(params);
+    let h = key("http://quota.test/");
+    // Two sends go out before anything is known of a quota.
+    let mut a = gate.acquire(&h, far()).await.unwrap();
+    a.start_send();
+    let mut b = gate.acquire(&h, far()).await.unwrap();
+    b.start_send();
+    // B's answer: two left. A is still on the wire, so one may go now...
+    b.record(Outcome::Success, Some(200));
+    gate.learn_quota(&h, 2, Instant::now() + secs(60));
+    drop(b);
+    let mut c = gate.acquire(&h, far()).await.unwrap();
+    c.start_send();
+    // ...and the next waits for the answers on the wire, not for the refill.
+    let mut d = Box::pin(gate.acquire(&h, far()));
+    assert!(futures::poll!(d.as_mut()).is_pending());
+    // A's answer, older, says three left: it never raises what B said.
+    a.record(Outcome::Success, Some(200));
+    gate.learn_quota(&h, 3, Instant::now() + secs(60));
+    drop(a);
+    assert_eq!(gate.state_of(&h).quota_remaining, Some(1));
+    assert!(
+        futures::poll!(d.as_mut()).is_pending(),
+        "C is still on the wire"
+    );
+    // C's answer: nothing left. D waits for the refill, past its budget: it fails at once.
+    c.record(Outcome::Success, Some(200));
+    gate.learn_quota(&h, 0, Instant::now() + secs(60));
+    drop(c);
+    drop(d);
+    let short = Instant::now() + secs(5);
+    let err = gate.acquire(&h, short).await.unwrap_err();
+    assert_eq!(err.wait, secs(60));
+}

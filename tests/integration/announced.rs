@@ -105,6 +105,49 @@ async fn a_host_announcing_its_quota_is_never_refused_by_one_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_27_sends_in_flight_count_against_an_announced_quota() {
+    // Six requests a minute, each answered after 150 ms with what is left as the server
+    // counted it on arrival; three permits for the host, so sends overlap.
+    for concurrency in ["3", "1"] {
+        let count = Arc::new(Mutex::new(0u64));
+        let seen = count.clone();
+        let srv = TestServer::start(move |_| {
+            let mut n = seen.lock().unwrap();
+            if *n >= 6 {
+                return Reply::status(429).header("RateLimit", "\"w\";r=0;t=60");
+            }
+            *n += 1;
+            Reply::xml(FEED)
+                .header("RateLimit", &format!("\"w\";r={};t=60", 6 - *n))
+                .delay(Duration::from_millis(150))
+        })
+        .await;
+        let cache = tempfile::tempdir().unwrap();
+        let mut args: Vec<String> = [
+            "--no-cache",
+            "--host-concurrency",
+            concurrency,
+            "--max-gate-wait",
+            "5",
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend((0..10).map(|i| srv.url(&format!("/f{i}"))));
+        let (_, doc) = fetch_in(cache.path(), &args).await;
+        assert_eq!(refusals(&srv), 0, "--host-concurrency {concurrency}: {doc}");
+        assert_eq!(srv.count(), 6, "--host-concurrency {concurrency}");
+        assert_eq!(ok(&doc), 6);
+        let limited = doc["feeds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["error"]["code"] == "RATE_LIMITED")
+            .count();
+        assert_eq!(limited, 4);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_share_an_announced_quota_and_a_later_run_remembers_it() {
     let srv = quota_host(4, Duration::from_secs(2), Announce::Draft).await;
     let cache = tempfile::tempdir().unwrap();
