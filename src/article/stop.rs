@@ -51,20 +51,20 @@ impl Drop for StopOnDrop {
 }
 
 impl Stop {
-    /// A signal that stops once this thread has used `budget` more CPU time, or when the
-    /// returned guard is dropped.
-    pub(crate) fn new(budget: Duration) -> (Stop, StopOnDrop) {
+    /// A signal that stops when the returned guard is dropped; its budget starts with the
+    /// work ([`Stop::started`]).
+    pub(crate) fn new() -> (Stop, StopOnDrop) {
         let flag = Arc::new(AtomicBool::new(false));
         let stop = Stop {
             cancelled: flag.clone(),
-            until: thread_cpu().checked_add(budget),
+            until: None,
         };
         (stop, StopOnDrop(flag))
     }
 
-    /// The same signal with its budget counted on the calling thread from now (the thread
-    /// that does the work, once it takes it).
-    pub(crate) fn restarted(self, budget: Duration) -> Stop {
+    /// The same signal, stopping too once the calling thread (the one that does the work)
+    /// has used `budget` more CPU time.
+    pub(crate) fn started(self, budget: Duration) -> Stop {
         Stop {
             until: thread_cpu().checked_add(budget),
             ..self
@@ -97,14 +97,20 @@ mod tests {
 
     #[test]
     fn a_stop_stops_when_its_guard_goes_or_its_budget_is_spent() {
-        let (stop, guard) = Stop::new(Duration::from_secs(3600));
+        let (stop, guard) = Stop::new();
+        let stop = stop.started(Duration::from_secs(3600));
         assert_eq!(stop.check(), Ok(()));
         drop(guard);
         assert_eq!(stop.check(), Err(Stopped::Cancelled));
-        let (spent, _guard) = Stop::new(Duration::ZERO);
-        assert_eq!(spent.check(), Err(Stopped::OverBudget));
+        let (spent, _guard) = Stop::new();
+        assert_eq!(spent.check(), Ok(()), "no budget before the work starts");
+        assert_eq!(
+            spent.started(Duration::ZERO).check(),
+            Err(Stopped::OverBudget)
+        );
         // Time asleep is not CPU time: a budget of a second outlasts a longer sleep.
-        let (stop, _guard) = Stop::new(Duration::from_millis(200));
+        let (stop, _guard) = Stop::new();
+        let stop = stop.started(Duration::from_millis(200));
         std::thread::sleep(Duration::from_millis(300));
         assert_eq!(stop.check(), Ok(()));
         assert_eq!(Stop::never().check(), Ok(()));

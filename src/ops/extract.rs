@@ -91,7 +91,7 @@ pub(crate) async fn on_page_thread<T: Send + 'static>(
     read: impl FnOnce(&Stop) -> Result<T> + Send + 'static,
 ) -> Result<T> {
     let pool = pool().map_err(|e| Error::internal(format!("no page threads: {e}")))?;
-    let (stop, _cancel_on_drop) = Stop::new(EXTRACTION_BUDGET);
+    let (stop, _cancel_on_drop) = Stop::new();
     let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
     let (tx, rx) = tokio::sync::oneshot::channel();
     pool.spawn(move || {
@@ -99,7 +99,7 @@ pub(crate) async fn on_page_thread<T: Send + 'static>(
         if stop.check().is_err() {
             return;
         }
-        let stop = stop.restarted(EXTRACTION_BUDGET);
+        let stop = stop.started(EXTRACTION_BUDGET);
         let _ = started_tx.send(());
         let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
             || read(&stop),
@@ -171,17 +171,23 @@ mod tests {
         // Every page thread busy until let go.
         let (release, released) = std::sync::mpsc::channel::<()>();
         let released = Arc::new(std::sync::Mutex::new(released));
+        let (running_tx, mut running) = tokio::sync::mpsc::unbounded_channel::<()>();
         let mut busy = Vec::new();
         for _ in 0..PAGES_IN_FLIGHT {
             let released = released.clone();
             let url = url.clone();
+            let running_tx = running_tx.clone();
             busy.push(tokio::spawn(async move {
                 on_page_thread(&url, &Extracting::default(), move |_| {
+                    let _ = running_tx.send(());
                     let _ = released.lock().unwrap().recv();
                     Ok(())
                 })
                 .await
             }));
+        }
+        for _ in 0..PAGES_IN_FLIGHT {
+            running.recv().await.unwrap();
         }
         let flag = read.clone();
         let extracting = Extracting::default();
