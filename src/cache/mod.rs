@@ -91,6 +91,8 @@ pub struct Cache {
     max_bytes: Option<u64>,
     /// The kind of entry this handle reads and writes.
     kind: Kind,
+    /// The shared count's lock and file, opened once and kept.
+    count: std::sync::Arc<size::CountFiles>,
 }
 
 fn key(feed_url: &str) -> String {
@@ -118,6 +120,7 @@ impl Cache {
             dir: dir.to_path_buf(),
             max_bytes: Some(crate::config::DEFAULT_CACHE_MAX_BYTES),
             kind: Kind::Feed,
+            count: Default::default(),
         })
     }
 
@@ -149,8 +152,16 @@ impl Cache {
         self.dir.join(self.kind.dir_name())
     }
 
+    /// The folder of the entries whose key starts like `key`'s: one of 256 under the kind's
+    /// folder. Creating a file costs a file system more the more files (and the more files
+    /// lately deleted) its folder holds, and creations in one folder wait on each other.
+    fn entry_dir(&self, key: &str) -> PathBuf {
+        self.feeds().join(key.get(..2).unwrap_or("00"))
+    }
+
     fn meta_path(&self, feed_url: &str) -> PathBuf {
-        self.feeds().join(format!("{}.json", key(feed_url)))
+        let k = key(feed_url);
+        self.entry_dir(&k).join(format!("{k}.json"))
     }
 
     /// Whether an entry for `feed_url` exists (its metadata file; one `stat`).
@@ -167,6 +178,10 @@ impl Cache {
             match self.load_once(feed_url) {
                 Ok(Some(entry)) => return Lookup::Hit(Box::new(entry)),
                 Ok(None) => return Lookup::Miss,
+                // Bodies are renamed into place whole: a wrong one is damage, not a race.
+                Err(e @ (CacheError::Length { .. } | CacheError::Hash { .. })) => {
+                    return Lookup::Corrupt(e);
+                }
                 Err(e) => last = Lookup::Corrupt(e),
             }
         }
@@ -196,12 +211,15 @@ impl Cache {
                 why: "names a bad body file",
             });
         }
-        let path = self.feeds().join(&meta.body_file);
+        let path = self.entry_dir(&meta.body_file).join(&meta.body_file);
         let body = match read_chunked(&path) {
             Ok(b) => b,
             Err(source) => return Err(CacheError::NoBody { path, source }),
         };
+        // A body is named by its hash, so a damaged one can never be right under its name:
+        // it goes, and the next store writes it again.
         if body.len() as u64 != meta.body_len {
+            let _ = fs::remove_file(&path);
             return Err(CacheError::Length {
                 path,
                 got: body.len() as u64,
@@ -209,6 +227,7 @@ impl Cache {
             });
         }
         if sha256_hex(&body) != meta.body_sha256 {
+            let _ = fs::remove_file(&path);
             return Err(CacheError::Hash { path });
         }
         Ok(Some(Entry { meta, body }))
@@ -262,8 +281,13 @@ impl Cache {
         let sha = sha256_hex(body);
         let k = key(req.feed_url);
         let body_file = format!("{k}-{}.body", &sha[..16]);
-        let feeds = self.feeds();
-        write_atomic(&feeds.join(&body_file), body)?;
+        let feeds = self.entry_dir(&k);
+        let body_path = feeds.join(&body_file);
+        // A body is named by its hash: the same body already there is not written again.
+        let same = fs::metadata(&body_path).is_ok_and(|m| m.len() == body.len() as u64);
+        if !same {
+            write_atomic(&body_path, body)?;
+        }
         let now = Utc::now();
         let mut freed = 0;
         let received_ms = if req.received_ms == 0 {
@@ -459,7 +483,7 @@ impl Cache {
             if current.body_file != listed.body_file || current.fetched_at != listed.fetched_at {
                 return Ok(0);
             }
-            let feeds = self.feeds();
+            let feeds = self.entry_dir(key);
             let mut freed = 0;
             let meta_path = self.meta_path(&current.feed_url);
             let meta_len = fs::metadata(&meta_path).map_or(0, |m| m.len());
@@ -506,8 +530,14 @@ fn read_chunked(path: &Path) -> std::io::Result<Payload> {
 
 fn write_atomic(path: &Path, bytes: &Payload) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| Error::io("cannot create a temporary file in", dir, e))?;
+    let tmp = match tempfile::NamedTempFile::new_in(dir) {
+        // The entry's folder is made on its first write (or again after a clear).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fs::create_dir_all(dir).and_then(|()| tempfile::NamedTempFile::new_in(dir))
+        }
+        r => r,
+    };
+    let mut tmp = tmp.map_err(|e| Error::io("cannot create a temporary file in", dir, e))?;
     // No fsync: an entry torn by a crash fails its length and hash check and is a miss, and
     // a sync per write would cost more than the fetch it saves.
     bytes
@@ -522,6 +552,21 @@ fn write_atomic(path: &Path, bytes: &Payload) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Files under `dir`, in its folders too.
+    fn files_under(dir: &Path) -> usize {
+        fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                if e.file_type().unwrap().is_dir() {
+                    files_under(&e.path())
+                } else {
+                    1
+                }
+            })
+            .sum()
+    }
 
     fn req(url: &str) -> StoreRequest<'_> {
         StoreRequest {
@@ -569,17 +614,31 @@ mod tests {
                 &Payload::from(&b"<rss>body</rss>"[..]),
             )
             .unwrap();
-        let body_path = dir.path().join("feeds").join(&meta.body_file);
+        let body_path = dir
+            .path()
+            .join("feeds")
+            .join(&meta.body_file[..2])
+            .join(&meta.body_file);
         fs::write(&body_path, b"<rss>bo").unwrap();
         assert!(matches!(
             cache.load("http://a/feed"),
             Lookup::Corrupt(CacheError::Length { .. })
         ));
+        assert!(!body_path.exists(), "a damaged body goes");
         fs::write(&body_path, b"<rss>BODY</rss>").unwrap();
         assert!(matches!(
             cache.load("http://a/feed"),
             Lookup::Corrupt(CacheError::Hash { .. })
         ));
+        // The damaged body went: the next store writes it again.
+        assert!(!body_path.exists());
+        cache
+            .store(
+                &req("http://a/feed"),
+                &Payload::from(&b"<rss>body</rss>"[..]),
+            )
+            .unwrap();
+        assert!(matches!(cache.load("http://a/feed"), Lookup::Hit(_)));
         fs::write(cache.meta_path("http://a/feed"), b"{garbage").unwrap();
         assert!(matches!(
             cache.load("http://a/feed"),
@@ -600,7 +659,7 @@ mod tests {
         assert_eq!(cache.clear(Some(Duration::from_secs(3600))).unwrap(), 0);
         assert_eq!(cache.list().0.len(), 2);
         assert_eq!(cache.clear(None).unwrap(), 2);
-        assert_eq!(fs::read_dir(dir.path().join("feeds")).unwrap().count(), 0);
+        assert_eq!(files_under(&dir.path().join("feeds")), 0);
     }
 
     fn at(url: &str, received_ms: u64) -> StoreRequest<'_> {
@@ -718,8 +777,11 @@ mod tests {
         assert_eq!(kept.received_ms, 2_000);
         assert_eq!(body_of(&cache, url), b"v2");
         // Its body file did not stay behind.
-        let bodies = fs::read_dir(dir.path().join("feeds")).unwrap().count();
-        assert_eq!(bodies, 2, "one metadata file and one body");
+        assert_eq!(
+            files_under(&dir.path().join("feeds")),
+            2,
+            "one metadata file and one body"
+        );
         // A 304 that confirms the current body moves it on.
         let cur = cache.current_meta(url).unwrap();
         let touched = cache
@@ -737,7 +799,7 @@ mod tests {
         let url = "http://a/feed";
         let first = cache.store(&req(url), &Payload::from(&b"one"[..])).unwrap();
         let second = cache.store(&req(url), &Payload::from(&b"two"[..])).unwrap();
-        let feeds = dir.path().join("feeds");
+        let feeds = dir.path().join("feeds").join(&first.body_file[..2]);
         assert!(feeds.join(&first.body_file).exists(), "kept for its grace");
         assert_eq!(second.superseded.len(), 1);
         assert_eq!(second.superseded[0].file, first.body_file);

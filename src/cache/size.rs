@@ -33,6 +33,10 @@ struct Counted {
     measured_ms: u64,
 }
 
+/// The shared count's lock file and count file, opened once per process and kept.
+#[derive(Debug, Default)]
+pub(crate) struct CountFiles(std::sync::Mutex<Option<(fs::File, fs::File)>>);
+
 /// One feed's files as found on disk.
 #[derive(Debug, Default)]
 pub(crate) struct OnDisk {
@@ -78,8 +82,24 @@ impl Cache {
         let Ok(dir) = fs::read_dir(self.feeds()) else {
             return;
         };
-        let now = SystemTime::now();
+        let mut files = Vec::new();
         for entry in dir.flatten() {
+            let name = entry.file_name();
+            let shard = name.len() == 2
+                && name
+                    .to_str()
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_hexdigit()));
+            if shard && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                if let Ok(inner) = fs::read_dir(entry.path()) {
+                    files.extend(inner.flatten());
+                }
+            } else {
+                // Entries of the layout before the folders by key (read and cleared alike).
+                files.push(entry);
+            }
+        }
+        let now = SystemTime::now();
+        for entry in files {
             let name = entry.file_name().to_string_lossy().into_owned();
             let Some(key) = name
                 .get(..32)
@@ -99,43 +119,71 @@ impl Cache {
         }
     }
 
-    fn counter_path(&self) -> PathBuf {
-        self.dir.join("size.json")
+    /// Runs `f` on the shared count's file, holding the count's lock: this process's (a
+    /// mutex) and every process's (an advisory lock on `.evict.lock`). Both files are
+    /// opened once and kept, never truncated or made again; opened afresh only when the
+    /// file at the path is no longer the one held (the cache directory was removed).
+    fn with_count<T>(&self, f: impl FnOnce(&fs::File) -> T) -> Option<T> {
+        use std::os::unix::fs::MetadataExt;
+        let mut held = self.count.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (lock_path, count_path) = (self.dir.join(".evict.lock"), self.dir.join("size.json"));
+        let same = |file: &fs::File, path: &Path| {
+            let (Ok(a), Ok(b)) = (file.metadata(), fs::metadata(path)) else {
+                return false;
+            };
+            a.ino() == b.ino() && a.dev() == b.dev()
+        };
+        if !held
+            .as_ref()
+            .is_some_and(|(l, c)| same(l, &lock_path) && same(c, &count_path))
+        {
+            let open = |p: &Path, read: bool| {
+                fs::OpenOptions::new()
+                    .create(true)
+                    .read(read)
+                    .write(true)
+                    .truncate(false)
+                    .open(p)
+            };
+            *held = Some((open(&lock_path, false).ok()?, open(&count_path, true).ok()?));
+        }
+        let (lock, count) = held.as_ref()?;
+        lock.lock().ok()?;
+        let out = f(count);
+        let _ = lock.unlock();
+        Some(out)
     }
 
-    fn read_count(&self) -> Option<Counted> {
-        let raw = fs::read(self.counter_path()).ok()?;
-        serde_json::from_slice(&raw).ok()
+    fn read_count(file: &fs::File) -> Option<Counted> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 512];
+        let n = file.read_at(&mut buf, 0).ok()?;
+        serde_json::from_slice(&buf[..n]).ok()
     }
 
-    /// Writes the count in place (under `.evict.lock`, so no reader sees it half-written
-    /// but after a crash, when it does not parse and is measured afresh).
-    fn write_count(&self, c: Counted) {
-        use std::io::Write;
+    /// Writes the count in place (under the count's lock, so no reader sees it
+    /// half-written but after a crash, when it does not parse and is measured afresh).
+    fn write_count(file: &fs::File, c: Counted) {
+        use std::os::unix::fs::FileExt;
         let Ok(json) = serde_json::to_vec(&c) else {
             return;
         };
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .open(self.counter_path());
-        if let Ok(mut file) = file {
-            let _ = file.write_all(&json);
+        if file.write_all_at(&json, 0).is_ok() {
+            let _ = file.set_len(json.len() as u64);
         }
     }
 
     /// Measures the directory and records it as the shared count (after a clear).
     pub(crate) fn recount(&self) {
-        let Ok(lock) = fs::File::create(self.dir.join(".evict.lock")) else {
-            return;
-        };
-        if lock.lock().is_ok() {
-            self.write_count(Counted {
-                bytes: dir_bytes(&self.dir),
-                measured_ms: now_ms(),
-            });
-        }
+        self.with_count(|file| {
+            Self::write_count(
+                file,
+                Counted {
+                    bytes: dir_bytes(&self.dir),
+                    measured_ms: now_ms(),
+                },
+            );
+        });
     }
 
     /// Counts a write of `written` bytes that freed `freed` (superseded bodies swept), and
@@ -146,16 +194,20 @@ impl Cache {
         let Some(max) = self.max_bytes.filter(|m| *m > 0) else {
             return Vec::new();
         };
-        let lock_path = self.dir.join(".evict.lock");
-        let Ok(lock) = fs::File::create(&lock_path) else {
-            return Vec::new();
-        };
-        if lock.lock().is_err() {
-            return Vec::new();
-        }
+        self.with_count(|file| self.count_and_cap(file, keep, written, freed, max))
+            .unwrap_or_default()
+    }
+
+    fn count_and_cap(
+        &self,
+        file: &fs::File,
+        keep: &str,
+        written: u64,
+        freed: u64,
+        max: u64,
+    ) -> Vec<String> {
         let now = now_ms();
-        let fresh = self
-            .read_count()
+        let fresh = Self::read_count(file)
             .filter(|c| now.saturating_sub(c.measured_ms) < REMEASURE_AFTER.as_millis() as u64);
         let mut count = match fresh {
             Some(c) => Counted {
@@ -177,8 +229,7 @@ impl Cache {
                 evicted = self.evict(keep, max - max / 8, &mut count.bytes);
             }
         }
-        self.write_count(count);
-        drop(lock);
+        Self::write_count(file, count);
         evicted
     }
 
@@ -274,7 +325,7 @@ mod tests {
     }
 
     fn count(cache: &Cache) -> u64 {
-        cache.read_count().unwrap().bytes
+        cache.with_count(Cache::read_count).flatten().unwrap().bytes
     }
 
     #[test]

@@ -137,10 +137,7 @@ async fn no_cache_neither_reads_nor_writes() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(config(Some(dir.path())));
     fetch(&ctx, &[srv.url("/f")], &opts(CacheMode::Off)).await;
-    let files = std::fs::read_dir(dir.path().join("feeds"))
-        .map(|d| d.count())
-        .unwrap_or(0);
-    assert_eq!(files, 0);
+    assert_eq!(files_under(&dir.path().join("feeds")).len(), 0);
     fetch(&ctx, &[srv.url("/f")], &opts(CacheMode::Revalidate)).await;
     fetch(&ctx, &[srv.url("/f")], &opts(CacheMode::Off)).await;
     assert!(
@@ -197,10 +194,8 @@ async fn damaged_entries_are_misses_with_a_warning_and_a_fresh_fetch() {
 }
 
 fn find(dir: &std::path::Path, ext: &str) -> std::path::PathBuf {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
+    files_under(dir)
+        .into_iter()
         .find(|p| p.extension().is_some_and(|e| e == ext))
         .unwrap()
 }

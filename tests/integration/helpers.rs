@@ -214,3 +214,20 @@ pub async fn slow_and_fast_host() -> TestServer {
     })
     .await
 }
+
+/// Every file under `dir`, in its folders too (a cache keeps its entries in 256 folders by
+/// key), in no order.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    read.flatten()
+        .flat_map(|e| {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                files_under(&e.path())
+            } else {
+                vec![e.path()]
+            }
+        })
+        .collect()
+}

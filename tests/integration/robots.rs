@@ -282,8 +282,7 @@ async fn issue_27_percent_encoding_does_not_slip_past_the_rules() {
 /// fetched (and last confirmed) that long ago.
 fn age_robots_entries(dir: &std::path::Path, by: Duration) {
     let mut n = 0;
-    for e in std::fs::read_dir(dir.join("robots")).unwrap() {
-        let path = e.unwrap().path();
+    for path in files_under(&dir.join("robots")) {
         if path.extension().is_none_or(|x| x != "json") {
             continue;
         }
@@ -302,13 +301,10 @@ fn age_robots_entries(dir: &std::path::Path, by: Duration) {
 }
 
 fn robots_entries(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir.join("robots")).map_or(0, |d| {
-        d.filter(|e| {
-            e.as_ref()
-                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json"))
-        })
+    files_under(&dir.join("robots"))
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .count()
-    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
