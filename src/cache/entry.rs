@@ -7,7 +7,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::SUPERSEDED_BODY_GRACE;
 use crate::payload::Payload;
 
 /// What the cache keeps about one feed.
@@ -27,16 +26,10 @@ pub struct Meta {
     pub content_type: Option<String>,
     /// When the body was fetched or last revalidated (UTC RFC 3339).
     pub fetched_at: String,
-    /// The body's file name.
-    pub body_file: String,
     /// The body's length in bytes.
     pub body_len: u64,
     /// sha256 of the body, hex.
     pub body_sha256: String,
-    /// Bodies this entry named before, kept for readers of the older metadata until a
-    /// grace period after they were replaced.
-    #[serde(default)]
-    pub superseded: Vec<Superseded>,
     /// When the response this entry records (its `200`, or the last `304` that confirmed
     /// it) arrived, in Unix ms: an older response never replaces a newer one.
     #[serde(default)]
@@ -70,30 +63,6 @@ impl Meta {
             .min(self.received_ms.saturating_add(cap.as_millis() as u64));
         (now < until).then_some(until)
     }
-}
-
-/// A body an entry named before, and when it was replaced.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Superseded {
-    /// The body's file name.
-    pub file: String,
-    /// When the metadata stopped naming it (UTC RFC 3339).
-    pub at: String,
-}
-
-impl Superseded {
-    /// Whether its grace period has passed at `now`.
-    pub(super) fn past_grace(&self, now: DateTime<Utc>) -> bool {
-        DateTime::parse_from_rfc3339(&self.at)
-            .ok()
-            .and_then(|t| (now - t.with_timezone(&Utc)).to_std().ok())
-            .is_none_or(|age| age > SUPERSEDED_BODY_GRACE)
-    }
-}
-
-/// Whether `name` may be a body file of an entry (never a path out of the folder).
-pub(super) fn safe_body_name(name: &str) -> bool {
-    !name.is_empty() && !name.contains(['/', '\\']) && !name.starts_with('.')
 }
 
 impl Meta {
@@ -148,19 +117,12 @@ pub enum CacheError {
         #[source]
         source: serde_json::Error,
     },
-    /// The metadata belongs to another entry or layout, or names a bad body file.
+    /// The entry belongs to another URL or layout, or has no metadata line.
     #[error("cache metadata {} {why}", path.display())]
     Foreign {
         path: PathBuf,
         /// What is wrong with it.
         why: &'static str,
-    },
-    /// The body is missing.
-    #[error("cache body {} is missing: {source}", path.display())]
-    NoBody {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
     },
     /// The body's length is not the one recorded.
     #[error("cache body {} is {got} bytes, expected {expected}", path.display())]

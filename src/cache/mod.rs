@@ -1,20 +1,23 @@
-//! The file cache: per feed URL a metadata file and the raw body, written atomically.
+//! The file cache: per feed URL one file holding its metadata and the raw body, written
+//! atomically.
 //!
-//! Layout under the cache directory: `feeds/<key>.json` (metadata, [`Meta`]) and
-//! `feeds/<key>-<hash>.body` (the body, named by its content hash). A body is written
-//! first, then the metadata that names it, each through a temporary file in the same
-//! folder and a rename, so a reader sees an old complete entry or a new complete entry,
-//! never a torn one. Anything that does not check out (bad JSON, wrong length or hash,
-//! missing body) is a miss with a warning, never a crash.
+//! Layout under the cache directory: `<kind>/<XX>/<key>.entry`, where `<kind>` is `feeds`,
+//! `pages` or `robots`, `<key>` 32 hex digits of the URL's hash and `XX` its first two (256
+//! folders: a file system creates a file slower the more files, and the more files lately
+//! deleted, its folder holds, and creations in one folder wait on each other). The file is
+//! the metadata ([`Meta`]) as one line of JSON, a newline, then the body. It is written
+//! through a temporary file in the same folder and a rename, so a reader sees an old
+//! complete entry or a new complete entry, never a torn one (a reader that opened the old
+//! file reads it to its end). One file an entry: one file created per write, which is what
+//! a write costs a file system most. Anything that does not check out (bad JSON, wrong
+//! length or hash) is a miss with a warning, never a crash.
 //!
-//! Every change of an entry's metadata (a new body, a `304`'s touch, an eviction) is a
+//! Every change of an entry (a new body, a `304`'s touch, an eviction) is a
 //! read-modify-write under the entry's lock (`locks/XX.lock`, one of 256 shared by the
-//! entries whose key starts with `XX`, held only meanwhile),
-//! so writers in several processes never undo each other: a touch changes the entry only
-//! if it still names the body that was validated, and an eviction removes it only if it is
-//! still the entry that was listed. A body the metadata replaces is listed in it as
-//! superseded, with when, and deleted by name a grace period later (a reader that read the
-//! previous metadata a moment ago may still be opening it): a write never lists the
+//! entries whose key starts with `XX`, held only meanwhile), so writers in several
+//! processes never undo each other: an older response never replaces a newer one, a touch
+//! changes the entry only if it still holds the body that was validated, and an eviction
+//! removes it only if it is still the entry that was listed. A write never lists the
 //! directory, so it costs the same with ten entries as with a hundred thousand.
 
 use std::fs;
@@ -29,9 +32,9 @@ mod entry;
 pub(crate) mod freshness;
 mod size;
 
+use entry::fresh_until;
 pub(crate) use entry::now_ms;
-pub use entry::{CacheError, Entry, Lookup, Meta, StoreRequest, Superseded};
-use entry::{fresh_until, safe_body_name};
+pub use entry::{CacheError, Entry, Lookup, Meta, StoreRequest};
 
 use crate::date;
 use crate::error::{Error, Result};
@@ -39,14 +42,15 @@ use crate::lockfile;
 use crate::model::CacheEntryInfo;
 use crate::payload::Payload;
 
-const META_VERSION: u32 = 1;
+const META_VERSION: u32 = 2;
 
-/// How long a superseded body is kept for readers that saw the previous metadata.
-const SUPERSEDED_BODY_GRACE: Duration = Duration::from_secs(60);
-/// The longest a metadata change waits for another process's change of the same entry.
+/// How long a file that is no entry (a write's temporary file, a file of an older layout)
+/// is left alone before a clear or an eviction removes it (a write may still be under way).
+const ORPHAN_GRACE: Duration = Duration::from_secs(60);
+/// The longest a change of an entry waits for another process's change of the same entry.
 const ENTRY_LOCK_WAIT: Duration = Duration::from_secs(5);
-/// Superseded bodies listed in one entry at most (the oldest go first past it).
-const SUPERSEDED_MAX: usize = 64;
+/// The longest metadata line an entry file may start with.
+const META_MAX_BYTES: usize = 1 << 20;
 
 /// What a cache entry holds; each kind has its own folder (`rss show` never reads a page
 /// as a feed).
@@ -159,65 +163,46 @@ impl Cache {
         self.feeds().join(key.get(..2).unwrap_or("00"))
     }
 
-    fn meta_path(&self, feed_url: &str) -> PathBuf {
+    fn entry_path(&self, feed_url: &str) -> PathBuf {
         let k = key(feed_url);
-        self.entry_dir(&k).join(format!("{k}.json"))
+        self.entry_dir(&k).join(format!("{k}.entry"))
     }
 
-    /// Whether an entry for `feed_url` exists (its metadata file; one `stat`).
+    /// Whether an entry for `feed_url` exists (one `stat`).
     pub fn has_entry(&self, feed_url: &str) -> bool {
-        self.meta_path(feed_url).exists()
+        self.entry_path(feed_url).exists()
     }
 
     /// Looks `feed_url` up and verifies what it finds.
     pub fn load(&self, feed_url: &str) -> Lookup {
-        // A concurrent writer may replace the body between our two reads; the metadata
-        // then names a newer body, so read again.
-        let mut last = Lookup::Miss;
-        for _ in 0..3 {
-            match self.load_once(feed_url) {
-                Ok(Some(entry)) => return Lookup::Hit(Box::new(entry)),
-                Ok(None) => return Lookup::Miss,
-                // Bodies are renamed into place whole: a wrong one is damage, not a race.
-                Err(e @ (CacheError::Length { .. } | CacheError::Hash { .. })) => {
-                    return Lookup::Corrupt(e);
-                }
-                Err(e) => last = Lookup::Corrupt(e),
-            }
+        match self.load_once(feed_url) {
+            Ok(Some(entry)) => Lookup::Hit(Box::new(entry)),
+            Ok(None) => Lookup::Miss,
+            Err(e) => Lookup::Corrupt(e),
         }
-        last
     }
 
     fn load_once(&self, feed_url: &str) -> std::result::Result<Option<Entry>, CacheError> {
-        let path = self.meta_path(feed_url);
-        let raw = match fs::read(&path) {
-            Ok(raw) => raw,
+        let path = self.entry_path(feed_url);
+        let file = match fs::File::open(&path) {
+            Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(CacheError::Read { path, source }),
         };
-        let meta: Meta = match serde_json::from_slice(&raw) {
-            Ok(m) => m,
-            Err(source) => return Err(CacheError::BadMeta { path, source }),
-        };
+        let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
+        let meta = read_meta_line(&mut reader, &path)?;
         if meta.version != META_VERSION || meta.feed_url != feed_url {
             return Err(CacheError::Foreign {
                 path,
                 why: "belongs to another entry",
             });
         }
-        if !safe_body_name(&meta.body_file) {
-            return Err(CacheError::Foreign {
-                path,
-                why: "names a bad body file",
-            });
-        }
-        let path = self.entry_dir(&meta.body_file).join(&meta.body_file);
-        let body = match read_chunked(&path) {
-            Ok(b) => b,
-            Err(source) => return Err(CacheError::NoBody { path, source }),
-        };
-        // A body is named by its hash, so a damaged one can never be right under its name:
-        // it goes, and the next store writes it again.
+        let body = read_chunked(&mut reader).map_err(|source| CacheError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        // Entries are renamed into place whole: a wrong body is damage, and the entry goes
+        // (the next store writes it again).
         if body.len() as u64 != meta.body_len {
             let _ = fs::remove_file(&path);
             return Err(CacheError::Length {
@@ -269,109 +254,75 @@ impl Cache {
 
     /// The entry's current metadata, if it is there and readable.
     fn current_meta(&self, feed_url: &str) -> Option<Meta> {
-        let raw = fs::read(self.meta_path(feed_url)).ok()?;
-        serde_json::from_slice::<Meta>(&raw)
+        let path = self.entry_path(feed_url);
+        let file = fs::File::open(&path).ok()?;
+        read_meta_line(&mut std::io::BufReader::new(file), &path)
             .ok()
             .filter(|m| m.version == META_VERSION && m.feed_url == feed_url)
     }
 
-    /// Stores a fresh body and its metadata; the body it replaces is kept, listed as
-    /// superseded, for its grace period.
+    /// Stores a fresh body and its metadata (unless another process meanwhile stored or
+    /// confirmed a later response, which stays).
     pub fn store(&self, req: &StoreRequest<'_>, body: &Payload) -> Result<Meta> {
-        let sha = sha256_hex(body);
         let k = key(req.feed_url);
-        let body_file = format!("{k}-{}.body", &sha[..16]);
-        let feeds = self.entry_dir(&k);
-        let body_path = feeds.join(&body_file);
-        // A body is named by its hash: the same body already there is not written again.
-        let same = fs::metadata(&body_path).is_ok_and(|m| m.len() == body.len() as u64);
-        if !same {
-            write_atomic(&body_path, body)?;
-        }
         let now = Utc::now();
-        let mut freed = 0;
         let received_ms = if req.received_ms == 0 {
             now_ms()
         } else {
             req.received_ms
         };
-        let meta = self.with_entry_lock(&k, || {
-            let previous = self.current_meta(req.feed_url);
-            // Another process stored (or confirmed) a later response meanwhile: it stays.
-            if let Some(p) = previous.as_ref().filter(|p| p.received_ms > received_ms) {
-                if p.body_file != body_file && !p.superseded.iter().any(|s| s.file == body_file) {
-                    let _ = fs::remove_file(feeds.join(&body_file));
-                }
-                return Ok(p.clone());
+        let meta = Meta {
+            version: META_VERSION,
+            feed_url: req.feed_url.to_owned(),
+            final_url: req.final_url.to_owned(),
+            etag: req.etag.map(str::to_owned),
+            last_modified: req.last_modified.map(str::to_owned),
+            content_type: req.content_type.map(str::to_owned),
+            fetched_at: date::format(&now),
+            body_len: body.len() as u64,
+            body_sha256: sha256_hex(body),
+            received_ms,
+            fresh_until_ms: fresh_until(received_ms, &req.freshness),
+            fresh_from_expires: req.freshness.from_expires,
+            must_revalidate: req.freshness.must_revalidate,
+            private: req.credentialed || req.freshness.private,
+            credential_id: req.credential_id.map(str::to_owned),
+        };
+        // Written before the lock is taken; put in place (or dropped) under it.
+        let written = self.write_temp(&k, &meta, body)?;
+        let kept = self.with_entry_lock(&k, || {
+            if let Some(p) = self
+                .current_meta(req.feed_url)
+                .filter(|p| p.received_ms > received_ms)
+            {
+                return Ok(p);
             }
-            let mut superseded = previous
-                .as_ref()
-                .map(|p| p.superseded.clone())
-                .unwrap_or_default();
-            if let Some(p) = &previous {
-                superseded.push(Superseded {
-                    file: p.body_file.clone(),
-                    at: date::format(&now),
-                });
-            }
-            superseded.retain(|s| s.file != body_file && safe_body_name(&s.file));
-            // Past their grace, or beyond the cap: deleted by name.
-            let excess = superseded.len().saturating_sub(SUPERSEDED_MAX);
-            let (gone, kept): (Vec<_>, Vec<_>) = superseded
-                .into_iter()
-                .enumerate()
-                .partition(|(i, s)| *i < excess || s.past_grace(now));
-            let meta = Meta {
-                version: META_VERSION,
-                feed_url: req.feed_url.to_owned(),
-                final_url: req.final_url.to_owned(),
-                etag: req.etag.map(str::to_owned),
-                last_modified: req.last_modified.map(str::to_owned),
-                content_type: req.content_type.map(str::to_owned),
-                fetched_at: date::format(&now),
-                body_file: body_file.clone(),
-                body_len: body.len() as u64,
-                body_sha256: sha.clone(),
-                superseded: kept.into_iter().map(|(_, s)| s).collect(),
-                received_ms,
-                fresh_until_ms: fresh_until(received_ms, &req.freshness),
-                fresh_from_expires: req.freshness.from_expires,
-                must_revalidate: req.freshness.must_revalidate,
-                private: req.credentialed || req.freshness.private,
-                credential_id: req.credential_id.map(str::to_owned),
-            };
-            self.write_meta(&meta)?;
-            for (_, s) in gone {
-                let path = feeds.join(&s.file);
-                let len = fs::metadata(&path).map_or(0, |m| m.len());
-                if fs::remove_file(&path).is_ok() {
-                    freed += len;
-                }
-            }
+            written
+                .persist(self.entry_path(req.feed_url))
+                .map_err(|e| Error::io("cannot rename into place", e.file.path(), e.error))?;
             Ok(meta)
         })?;
-        self.enforce_cap(&k, body.len() as u64, freed);
-        Ok(meta)
+        self.enforce_cap(&k, body.len() as u64, 0);
+        Ok(kept)
     }
 
     /// Records a successful revalidation (`304`, arrived at Unix ms `received_ms`) of the
-    /// body `validated` names: the entry is fresh as of then. When the entry meanwhile names
-    /// another body, or records a later response (another process stored or confirmed it),
-    /// it is left as it is and `None` comes back.
+    /// entry `validated`: it is fresh as of then. When the entry meanwhile holds another
+    /// body, or records a later response (another process stored or confirmed it), it is
+    /// left as it is and `None` comes back.
     pub fn touch(
         &self,
-        validated: &Meta,
+        validated: &Entry,
         etag: Option<&str>,
         last_modified: Option<&str>,
         received_ms: u64,
         freshness: &crate::cache::freshness::Freshness,
     ) -> Result<Option<Meta>> {
-        let k = key(&validated.feed_url);
+        let k = key(&validated.meta.feed_url);
         self.with_entry_lock(&k, || {
-            let Some(mut meta) = self
-                .current_meta(&validated.feed_url)
-                .filter(|m| m.body_sha256 == validated.body_sha256 && m.received_ms <= received_ms)
-            else {
+            let Some(mut meta) = self.current_meta(&validated.meta.feed_url).filter(|m| {
+                m.body_sha256 == validated.meta.body_sha256 && m.received_ms <= received_ms
+            }) else {
                 return Ok(None);
             };
             meta.fetched_at = date::format(&Utc::now());
@@ -395,20 +346,44 @@ impl Cache {
             if let Some(lm) = last_modified {
                 meta.last_modified = Some(lm.to_owned());
             }
-            self.write_meta(&meta)?;
+            self.write_temp(&k, &meta, &validated.body)?
+                .persist(self.entry_path(&meta.feed_url))
+                .map_err(|e| Error::io("cannot rename into place", e.file.path(), e.error))?;
             Ok(Some(meta))
         })
     }
 
-    fn write_meta(&self, meta: &Meta) -> Result<()> {
-        let json = serde_json::to_vec_pretty(meta)
-            .map_err(|e| Error::internal_from("cache metadata", e))?;
-        write_atomic(&self.meta_path(&meta.feed_url), &Payload::from(json))
+    /// The entry `meta` + `body` written to a temporary file in its folder (made on its
+    /// first write, or again after a clear), not yet in place.
+    fn write_temp(
+        &self,
+        key: &str,
+        meta: &Meta,
+        body: &Payload,
+    ) -> Result<tempfile::NamedTempFile> {
+        let dir = self.entry_dir(key);
+        let tmp = match tempfile::NamedTempFile::new_in(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                fs::create_dir_all(&dir).and_then(|()| tempfile::NamedTempFile::new_in(&dir))
+            }
+            r => r,
+        };
+        let mut tmp = tmp.map_err(|e| Error::io("cannot create a temporary file in", &dir, e))?;
+        let mut line =
+            serde_json::to_vec(meta).map_err(|e| Error::internal_from("cache metadata", e))?;
+        line.push(b'\n');
+        // No fsync: an entry torn by a crash fails its length and hash check and is a miss,
+        // and a sync per write would cost more than the fetch it saves.
+        std::iter::once(line.as_slice())
+            .chain(body.chunks())
+            .try_for_each(|c| tmp.write_all(c))
+            .map_err(|e| Error::io("cannot write", tmp.path().to_path_buf(), e))?;
+        Ok(tmp)
     }
 
-    /// Every entry's metadata (of every kind) with its bytes on disk (metadata, current body
-    /// and bodies awaiting their sweep), unreadable ones as warnings, sorted by kind and
-    /// URL; and the bytes of the whole cache directory (host state included).
+    /// Every entry's metadata (of every kind) with its bytes on disk, unreadable ones as
+    /// warnings, sorted by kind and URL; and the bytes of the whole cache directory (host
+    /// state included).
     pub fn list(&self) -> (Vec<(Meta, CacheEntryInfo)>, Vec<String>, u64) {
         let mut out = Vec::new();
         let mut warnings = Vec::new();
@@ -432,9 +407,9 @@ impl Cache {
                     if let Some((path, _, _)) = entry
                         .files
                         .iter()
-                        .find(|f| f.0.extension().is_some_and(|e| e == "json"))
+                        .find(|f| f.0.extension().is_some_and(|e| e == "entry"))
                     {
-                        warnings.push(format!("unreadable cache metadata {}", path.display()));
+                        warnings.push(format!("unreadable cache entry {}", path.display()));
                     }
                 }
             }
@@ -443,7 +418,7 @@ impl Cache {
         (out, warnings, size::dir_bytes(&self.dir))
     }
 
-    /// Removes `url`'s entry (a response said `no-store`); its bodies go with it.
+    /// Removes `url`'s entry (a response said `no-store`).
     pub fn forget(&self, url: &str) -> Result<()> {
         if let Some(meta) = self.current_meta(url) {
             self.remove_entry_if_unchanged(&key(url), &meta)?;
@@ -452,13 +427,13 @@ impl Cache {
     }
 
     /// Removes entries (all, or those older than `older_than`); returns how many. Each
-    /// goes under its lock, metadata first; a body no metadata names is removed once it is
-    /// past its grace period (a younger one may belong to a write under way).
+    /// goes under its lock; a file that is no entry (a temporary file, an older layout's)
+    /// is removed once it is past its grace period (a younger one may be a write under way).
     pub fn clear(&self, older_than: Option<Duration>) -> Result<usize> {
         let now = Utc::now();
         let mut removed = 0;
         for ((kind, key), entry) in self.on_disk() {
-            size::remove_unnamed_past_grace(&entry);
+            size::remove_orphans_past_grace(&entry);
             let Some(listed) = entry.meta.as_ref() else {
                 continue;
             };
@@ -472,39 +447,53 @@ impl Cache {
         Ok(removed)
     }
 
-    /// Removes the entry `listed` describes (metadata first, then every body it names),
-    /// under the entry's lock, only if it is still that entry (another process may have
-    /// written it since it was listed). Returns the bytes freed.
-    pub(crate) fn remove_entry_if_unchanged(&self, key: &str, listed: &Meta) -> Result<u64> {
-        self.with_entry_lock(key, || {
+    /// Removes the entry `listed` describes, under the entry's lock, only if it is still
+    /// that entry (another process may have written it since it was listed). Returns the
+    /// bytes freed.
+    pub(crate) fn remove_entry_if_unchanged(&self, _key: &str, listed: &Meta) -> Result<u64> {
+        self.with_entry_lock(&key(&listed.feed_url), || {
             let Some(current) = self.current_meta(&listed.feed_url) else {
                 return Ok(0);
             };
-            if current.body_file != listed.body_file || current.fetched_at != listed.fetched_at {
+            if current.body_sha256 != listed.body_sha256 || current.fetched_at != listed.fetched_at
+            {
                 return Ok(0);
             }
-            let feeds = self.entry_dir(key);
-            let mut freed = 0;
-            let meta_path = self.meta_path(&current.feed_url);
-            let meta_len = fs::metadata(&meta_path).map_or(0, |m| m.len());
-            fs::remove_file(&meta_path).map_err(|e| Error::io("cannot remove", &meta_path, e))?;
-            freed += meta_len;
-            let bodies = std::iter::once(current.body_file.as_str())
-                .chain(current.superseded.iter().map(|s| s.file.as_str()))
-                .filter(|f| safe_body_name(f));
-            for file in bodies {
-                let path = feeds.join(file);
-                let len = fs::metadata(&path).map_or(0, |m| m.len());
-                if fs::remove_file(&path).is_ok() {
-                    freed += len;
-                }
-            }
-            Ok(freed)
+            let path = self.entry_path(&current.feed_url);
+            let len = fs::metadata(&path).map_or(0, |m| m.len());
+            fs::remove_file(&path).map_err(|e| Error::io("cannot remove", &path, e))?;
+            Ok(len)
         })
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
+/// Reads an entry file's first line, its metadata.
+fn read_meta_line<R: std::io::BufRead>(
+    reader: &mut R,
+    path: &Path,
+) -> std::result::Result<Meta, CacheError> {
+    use std::io::{BufRead, Read};
+    let mut line = Vec::new();
+    reader
+        .by_ref()
+        .take(META_MAX_BYTES as u64)
+        .read_until(b'\n', &mut line)
+        .map_err(|source| CacheError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if line.pop() != Some(b'\n') {
+        return Err(CacheError::Foreign {
+            path: path.to_path_buf(),
+            why: "has no metadata line",
+        });
+    }
+    serde_json::from_slice(&line).map_err(|source| CacheError::BadMeta {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 fn sha256_hex(body: &Payload) -> String {
     let mut h = Sha256::new();
     for c in body.chunks() {
@@ -513,40 +502,17 @@ fn sha256_hex(body: &Payload) -> String {
     hex::encode(h.finalize())
 }
 
-/// Reads a file into a chunked body.
-fn read_chunked(path: &Path) -> std::io::Result<Payload> {
-    use std::io::Read;
-    let mut file = fs::File::open(path)?;
+/// Reads the rest of `reader` into a chunked body.
+fn read_chunked(reader: &mut impl std::io::Read) -> std::io::Result<Payload> {
     let mut body = Payload::default();
     let mut buf = vec![0u8; 256 * 1024];
     loop {
-        let n = file.read(&mut buf)?;
+        let n = reader.read(&mut buf)?;
         if n == 0 {
             return Ok(body);
         }
         body.extend_from_slice(&buf[..n]);
     }
-}
-
-fn write_atomic(path: &Path, bytes: &Payload) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = match tempfile::NamedTempFile::new_in(dir) {
-        // The entry's folder is made on its first write (or again after a clear).
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            fs::create_dir_all(dir).and_then(|()| tempfile::NamedTempFile::new_in(dir))
-        }
-        r => r,
-    };
-    let mut tmp = tmp.map_err(|e| Error::io("cannot create a temporary file in", dir, e))?;
-    // No fsync: an entry torn by a crash fails its length and hash check and is a miss, and
-    // a sync per write would cost more than the fetch it saves.
-    bytes
-        .chunks()
-        .try_for_each(|c| tmp.write_all(c))
-        .map_err(|e| Error::io("cannot write", tmp.path().to_path_buf(), e))?;
-    tmp.persist(path)
-        .map_err(|e| Error::io("cannot rename into place", path, e.error))?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -608,41 +574,38 @@ mod tests {
     fn damaged_entries_are_misses_with_a_reason() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
-        let meta = cache
-            .store(
-                &req("http://a/feed"),
-                &Payload::from(&b"<rss>body</rss>"[..]),
-            )
-            .unwrap();
-        let body_path = dir
-            .path()
-            .join("feeds")
-            .join(&meta.body_file[..2])
-            .join(&meta.body_file);
-        fs::write(&body_path, b"<rss>bo").unwrap();
+        let url = "http://a/feed";
+        let body = Payload::from(&b"<rss>body</rss>"[..]);
+        cache.store(&req(url), &body).unwrap();
+        let path = cache.entry_path(url);
+        let whole = fs::read(&path).unwrap();
+        fs::write(&path, &whole[..whole.len() - 4]).unwrap();
         assert!(matches!(
-            cache.load("http://a/feed"),
+            cache.load(url),
             Lookup::Corrupt(CacheError::Length { .. })
         ));
-        assert!(!body_path.exists(), "a damaged body goes");
-        fs::write(&body_path, b"<rss>BODY</rss>").unwrap();
+        assert!(!path.exists(), "a damaged entry goes");
+        let mut changed = whole.clone();
+        let last = changed.len() - 2;
+        changed[last] = b'X';
+        fs::write(&path, &changed).unwrap();
         assert!(matches!(
-            cache.load("http://a/feed"),
+            cache.load(url),
             Lookup::Corrupt(CacheError::Hash { .. })
         ));
-        // The damaged body went: the next store writes it again.
-        assert!(!body_path.exists());
-        cache
-            .store(
-                &req("http://a/feed"),
-                &Payload::from(&b"<rss>body</rss>"[..]),
-            )
-            .unwrap();
-        assert!(matches!(cache.load("http://a/feed"), Lookup::Hit(_)));
-        fs::write(cache.meta_path("http://a/feed"), b"{garbage").unwrap();
+        // The damaged entry went: the next store writes it again.
+        assert!(!path.exists());
+        cache.store(&req(url), &body).unwrap();
+        assert!(matches!(cache.load(url), Lookup::Hit(_)));
+        fs::write(&path, b"{garbage\nbody").unwrap();
         assert!(matches!(
-            cache.load("http://a/feed"),
+            cache.load(url),
             Lookup::Corrupt(CacheError::BadMeta { .. })
+        ));
+        fs::write(&path, b"no line at all").unwrap();
+        assert!(matches!(
+            cache.load(url),
+            Lookup::Corrupt(CacheError::Foreign { .. })
         ));
     }
 
@@ -681,9 +644,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let url = "http://a/feed";
-        let old = cache
+        let meta = cache
             .store(&at(url, 1_000), &Payload::from(&b"old"[..]))
             .unwrap();
+        let old = Entry {
+            meta,
+            body: Payload::from(&b"old"[..]),
+        };
         // Another process stores a newer body after this one loaded `old`...
         cache
             .store(&at(url, 2_000), &Payload::from(&b"new"[..]))
@@ -720,9 +687,19 @@ mod tests {
             )
             .unwrap();
         assert_eq!(meta.fresh_until_ms, Some(301_000));
+        let entry = |meta: Meta, body: &[u8]| Entry {
+            meta,
+            body: Payload::from(body),
+        };
         // A 304 with no Cache-Control or Expires: the stored max-age counts from it.
         let touched = cache
-            .touch(&meta, None, None, 5_000, &Freshness::default())
+            .touch(
+                &entry(meta, b"v1"),
+                None,
+                None,
+                5_000,
+                &Freshness::default(),
+            )
             .unwrap()
             .unwrap();
         assert_eq!(touched.fresh_until_ms, Some(305_000));
@@ -734,7 +711,7 @@ mod tests {
             ..Freshness::default()
         };
         let touched = cache
-            .touch(&touched, None, None, 6_000, &said)
+            .touch(&entry(touched, b"v1"), None, None, 6_000, &said)
             .unwrap()
             .unwrap();
         assert_eq!(touched.fresh_until_ms, Some(16_000));
@@ -756,10 +733,21 @@ mod tests {
             )
             .unwrap();
         let touched = cache
-            .touch(&meta, None, None, 9_000, &Freshness::default())
+            .touch(
+                &entry(meta, b"v2"),
+                None,
+                None,
+                9_000,
+                &Freshness::default(),
+            )
             .unwrap()
             .unwrap();
         assert_eq!(touched.fresh_until_ms, Some(107_000));
+        assert_eq!(
+            body_of(&cache, url),
+            b"v2",
+            "the body stays with its new metadata"
+        );
     }
 
     #[test]
@@ -776,14 +764,12 @@ mod tests {
             .unwrap();
         assert_eq!(kept.received_ms, 2_000);
         assert_eq!(body_of(&cache, url), b"v2");
-        // Its body file did not stay behind.
-        assert_eq!(
-            files_under(&dir.path().join("feeds")),
-            2,
-            "one metadata file and one body"
-        );
+        // Its file did not stay behind.
+        assert_eq!(files_under(&dir.path().join("feeds")), 1, "one entry file");
         // A 304 that confirms the current body moves it on.
-        let cur = cache.current_meta(url).unwrap();
+        let Lookup::Hit(cur) = cache.load(url) else {
+            panic!("a hit")
+        };
         let touched = cache
             .touch(&cur, Some("\"v3\""), None, 3_000, &Default::default())
             .unwrap()
@@ -793,27 +779,37 @@ mod tests {
     }
 
     #[test]
-    fn a_superseded_body_stays_through_its_grace_and_goes_by_name_after() {
+    fn each_write_of_an_entry_leaves_one_file_and_a_reader_of_the_old_one_reads_it_whole() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let url = "http://a/feed";
-        let first = cache.store(&req(url), &Payload::from(&b"one"[..])).unwrap();
-        let second = cache.store(&req(url), &Payload::from(&b"two"[..])).unwrap();
-        let feeds = dir.path().join("feeds").join(&first.body_file[..2]);
-        assert!(feeds.join(&first.body_file).exists(), "kept for its grace");
-        assert_eq!(second.superseded.len(), 1);
-        assert_eq!(second.superseded[0].file, first.body_file);
-        // Its grace ran out (it was superseded long ago, whenever it was written).
-        let mut aged = second.clone();
-        aged.superseded[0].at = "2000-01-01T00:00:00Z".into();
-        cache.write_meta(&aged).unwrap();
-        let third = cache
+        cache.store(&req(url), &Payload::from(&b"one"[..])).unwrap();
+        // A reader opens the entry...
+        let mut reader = std::io::BufReader::new(fs::File::open(cache.entry_path(url)).unwrap());
+        // ...a writer replaces it...
+        cache.store(&req(url), &Payload::from(&b"two"[..])).unwrap();
+        cache
             .store(&req(url), &Payload::from(&b"three"[..]))
             .unwrap();
-        assert!(!feeds.join(&first.body_file).exists());
-        assert!(feeds.join(&second.body_file).exists());
-        assert_eq!(third.superseded.len(), 1);
-        assert_eq!(third.superseded[0].file, second.body_file);
+        // ...and the reader still reads the entry it opened, whole.
+        let meta = read_meta_line(&mut reader, Path::new("x")).unwrap();
+        assert_eq!(read_chunked(&mut reader).unwrap().into_vec(), b"one");
+        assert_eq!(meta.body_len, 3);
+        assert_eq!(body_of(&cache, url), b"three");
+        assert_eq!(files_under(&dir.path().join("feeds")), 1);
+        // A temporary file a crashed write left goes once past its grace, with a clear.
+        let stray = cache.entry_dir(&key(url)).join(".tmpCRASHED");
+        fs::write(&stray, b"half").unwrap();
+        let old = std::time::SystemTime::now() - ORPHAN_GRACE * 2;
+        fs::File::options()
+            .write(true)
+            .open(&stray)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        cache.clear(Some(Duration::from_secs(3600))).unwrap();
+        assert!(!stray.exists());
+        assert_eq!(body_of(&cache, url), b"three", "a young entry stays");
         // The entry locks are a fixed set of files.
         assert!(fs::read_dir(dir.path().join("locks")).unwrap().count() <= 256);
     }

@@ -7,10 +7,10 @@
 //! missing — is checked against the directory itself. A measured cache over its cap is
 //! brought down to seven eighths of it, so the next measurement waits for an eighth of the
 //! cap in new writes: a write costs the same with ten entries as with a hundred thousand.
-//! An entry goes metadata first, then its bodies, under the entry's lock and only if it is
-//! still the entry that was listed, so a reader meets a whole entry or a miss, and another
-//! process's just-written entry stays. A body no metadata names (a writer between its two
-//! renames) is kept through its grace period and counted meanwhile.
+//! An entry goes under its lock and only if it is still the entry that was listed, so a
+//! reader meets a whole entry or a miss, and another process's just-written entry stays. A
+//! file that is no entry (a write's temporary file, a file of an older layout) is kept
+//! through a grace period and counted meanwhile.
 
 use std::collections::HashMap;
 use std::fs;
@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Cache, Kind, Meta, SUPERSEDED_BODY_GRACE, now_ms};
+use super::{Cache, Kind, Meta, ORPHAN_GRACE, now_ms};
 
 /// How old the shared count may be before a write checks it against the directory.
 const REMEASURE_AFTER: Duration = Duration::from_secs(3600);
@@ -37,12 +37,13 @@ struct Counted {
 #[derive(Debug, Default)]
 pub(crate) struct CountFiles(std::sync::Mutex<Option<(fs::File, fs::File)>>);
 
-/// One feed's files as found on disk.
+/// One entry's files as found on disk: its entry file, or (with no metadata) a file that
+/// is no entry.
 #[derive(Debug, Default)]
 pub(crate) struct OnDisk {
-    /// The metadata, when it is there and readable.
+    /// The metadata, when the entry file is there and readable.
     pub meta: Option<Meta>,
-    /// Every file of the entry with its size and age.
+    /// Its files with their sizes and ages.
     pub files: Vec<(PathBuf, u64, Option<Duration>)>,
 }
 
@@ -69,7 +70,7 @@ pub(crate) fn dir_bytes(dir: &Path) -> u64 {
 
 impl Cache {
     /// Every entry's files, of every kind, by kind and key (the first 32 hex digits of
-    /// each file name).
+    /// each entry file's name; a file that is no entry by its own name).
     pub(crate) fn on_disk(&self) -> HashMap<(Kind, String), OnDisk> {
         let mut out: HashMap<(Kind, String), OnDisk> = HashMap::new();
         for kind in Kind::ALL {
@@ -93,27 +94,26 @@ impl Cache {
                 if let Ok(inner) = fs::read_dir(entry.path()) {
                     files.extend(inner.flatten());
                 }
-            } else {
-                // Entries of the layout before the folders by key (read and cleared alike).
+            } else if entry.file_type().is_ok_and(|t| t.is_file()) {
+                // A file of the layout before the folders by key.
                 files.push(entry);
             }
         }
         let now = SystemTime::now();
         for entry in files {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(key) = name
-                .get(..32)
-                .filter(|k| k.bytes().all(|b| b.is_ascii_hexdigit()))
-            else {
-                continue;
-            };
             let Ok(md) = entry.metadata() else { continue };
             let age = md.modified().ok().and_then(|t| now.duration_since(t).ok());
-            let slot = out.entry((kind, key.to_owned())).or_default();
-            if name.ends_with(".json") {
-                slot.meta = fs::read(entry.path())
-                    .ok()
-                    .and_then(|raw| serde_json::from_slice::<Meta>(&raw).ok());
+            let keyed = name
+                .strip_suffix(".entry")
+                .filter(|k| k.len() == 32 && k.bytes().all(|b| b.is_ascii_hexdigit()));
+            let slot = out
+                .entry((kind, keyed.map_or_else(|| name.clone(), str::to_owned)))
+                .or_default();
+            if keyed.is_some() {
+                slot.meta = fs::File::open(entry.path()).ok().and_then(|f| {
+                    super::read_meta_line(&mut std::io::BufReader::new(f), &entry.path()).ok()
+                });
             }
             slot.files.push((entry.path(), md.len(), age));
         }
@@ -186,7 +186,7 @@ impl Cache {
         });
     }
 
-    /// Counts a write of `written` bytes that freed `freed` (superseded bodies swept), and
+    /// Counts a write of `written` bytes that freed `freed`, and
     /// brings the cache under its cap when the count passes it: evicts whole entries, least
     /// recently fetched first, never `keep`, down to seven eighths of the cap. Returns the
     /// feed URLs evicted.
@@ -247,7 +247,7 @@ impl Cache {
             let meta_age = e
                 .files
                 .iter()
-                .find(|f| f.0.extension().is_some_and(|x| x == "json"))
+                .find(|f| f.0.extension().is_some_and(|x| x == "entry"))
                 .and_then(|f| f.2)
                 .unwrap_or_default();
             (fetched, std::cmp::Reverse(meta_age))
@@ -260,7 +260,7 @@ impl Cache {
             if key.0 == self.kind && key.1 == keep {
                 continue;
             }
-            let mut freed = remove_unnamed_past_grace(&entry);
+            let mut freed = remove_orphans_past_grace(&entry);
             if let Some(meta) = &entry.meta {
                 let gone = self
                     .of(key.0)
@@ -282,23 +282,17 @@ impl Cache {
     }
 }
 
-/// Removes the files of an entry that its metadata does not name (current or superseded
-/// body) and that are past the grace period: a write that never finished, an older layout.
-/// Returns the bytes freed.
-pub(crate) fn remove_unnamed_past_grace(entry: &OnDisk) -> u64 {
-    let named = |p: &Path| {
-        let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
-        match (&entry.meta, name) {
-            (_, None) => true,
-            (_, Some(n)) if n.ends_with(".json") => true,
-            (None, Some(_)) => false,
-            (Some(m), Some(n)) => m.body_file == n || m.superseded.iter().any(|s| s.file == n),
-        }
-    };
+/// Removes the files of an `entry` with no readable metadata (a write's temporary file, an
+/// older layout's files, a damaged entry) that are past the grace period. Returns the bytes
+/// freed.
+pub(crate) fn remove_orphans_past_grace(entry: &OnDisk) -> u64 {
+    if entry.meta.is_some() {
+        return 0;
+    }
     entry
         .files
         .iter()
-        .filter(|f| !named(&f.0) && f.2.is_some_and(|age| age > SUPERSEDED_BODY_GRACE))
+        .filter(|f| f.2.is_some_and(|age| age > ORPHAN_GRACE))
         .filter(|f| fs::remove_file(&f.0).is_ok())
         .map(|f| f.1)
         .sum()

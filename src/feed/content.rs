@@ -217,12 +217,14 @@ pub(super) fn render_one(
     (item, fell_back)
 }
 
-/// Renders every item (in parallel: the work per item is independent), keeping order.
+/// Renders every item (in parallel when asked: the work per item is independent), keeping
+/// order.
 pub(super) fn render_all(
     items: Vec<(RawItem, String, IdSource)>,
     opts: &RenderOptions,
+    parallel: bool,
 ) -> Vec<(Item, bool)> {
-    if items.len() < 64 {
+    if !parallel || items.len() < 64 {
         return items
             .into_iter()
             .map(|(raw, id, src)| render_one(raw, id, src, opts))

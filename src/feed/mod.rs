@@ -28,7 +28,7 @@ use crate::payload::Payload;
 
 pub use content::{ContentFormat, RenderOptions, estimate_tokens, truncate_chars};
 pub use ids::item_id;
-pub use pipeline::{Built, process};
+pub use pipeline::{Built, parallel, process};
 pub(crate) use pipeline::{add_truncation, find_item};
 pub use query::Query;
 pub use select::{Seen, Selection, id_key, parse_since};

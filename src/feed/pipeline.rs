@@ -60,10 +60,11 @@ pub fn process(
     selection: &Selection,
     render: &RenderOptions,
 ) -> Result<Processed> {
-    let (mut raw, mut built) = if selection.limit.is_some() {
+    let big = parallel(body.len());
+    let (mut raw, mut built) = if selection.limit.is_some() || !big {
         let mut raw = parse(body, content_type, doc_url)?;
         let items = std::mem::take(&mut raw.items);
-        (raw, build(feed_url, items, selection, render))
+        (raw, build(feed_url, items, selection, render, big))
     } else {
         eager(feed_url, body, content_type, doc_url, selection, render)?
     };
@@ -85,6 +86,16 @@ pub fn process(
         },
         built,
     })
+}
+
+/// Bodies from this size on are parsed and rendered on all cores; a smaller one (most
+/// feeds) on the one thread it was given: handing a few milliseconds of work to a thread
+/// pool costs wake-ups, and rayon's idle threads spin before they sleep.
+pub const PARALLEL_FROM_BYTES: usize = 256 * 1024;
+
+/// Whether a body of `len` bytes is worth the parallel pipeline.
+pub fn parallel(len: usize) -> bool {
+    len >= PARALLEL_FROM_BYTES
 }
 
 /// Items rendered in one rayon task.
@@ -172,6 +183,7 @@ pub(crate) fn build(
     items: Vec<RawItem>,
     selection: &Selection,
     render: &RenderOptions,
+    parallel: bool,
 ) -> Built {
     let identified: Vec<(RawItem, String, crate::model::IdSource)> = items
         .into_iter()
@@ -186,7 +198,7 @@ pub(crate) fn build(
         None => Vec::new(),
     };
     let selected = select::apply(identified, selection);
-    let rendered = content::render_all(selected.items, render);
+    let rendered = content::render_all(selected.items, render, parallel);
     let mut built = finish(
         rendered.into_iter(),
         selected.omitted_by_limit,
@@ -258,7 +270,7 @@ pub(crate) fn find_item(
             || item.guid.as_deref() == Some(key)
             || item.url.as_deref() == Some(key)
             || (key_url.is_some() && item.url == key_url);
-        hit.then(|| content::render_all(vec![(item, id, source)], render).pop())
+        hit.then(|| content::render_all(vec![(item, id, source)], render, false).pop())
             .flatten()
     })
 }

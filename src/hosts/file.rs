@@ -184,9 +184,12 @@ impl FileStore {
         // A damaged entry is replaced by what the update makes of nothing.
         let current = Self::read(&path, host.as_str()).unwrap_or(None);
         let existed = current.is_some();
+        let before = current.clone();
         let clock = self.clock();
         let next = f(current, clock);
         match &next {
+            // Written only when it changed (a write makes a file).
+            Some(state) if before.as_ref() == Some(state) => {}
             Some(state) => self.write(&path, state)?,
             None if existed => match fs::remove_file(&path) {
                 Ok(()) => {}

@@ -35,8 +35,7 @@ pub struct CacheEntryInfo {
     pub fetched_at: String,
     /// Body size in bytes.
     pub bytes: u64,
-    /// Bytes this entry takes on disk: metadata, body, and superseded bodies awaiting
-    /// their sweep.
+    /// Bytes this entry takes on disk: its one file (metadata and body).
     pub disk_bytes: u64,
     /// The origin's ETag.
     pub etag: Option<String>,

@@ -267,20 +267,18 @@ impl Context {
         let Some(cache) = cache.clone() else {
             return Ok(entry);
         };
-        let meta = entry.meta.clone();
         let (etag, lm) = (resp.etag.clone(), resp.last_modified.clone());
         let (received, freshness) = (resp.received_ms, resp.freshness);
         // `None` also when another process stored a newer body meanwhile: the entry is left
         // to it, and this call serves the copy it validated.
-        let touched = blocking(move || {
-            cache
-                .touch(&meta, etag.as_deref(), lm.as_deref(), received, &freshness)
+        let (touched, entry) = blocking(move || {
+            let touched = cache
+                .touch(&entry, etag.as_deref(), lm.as_deref(), received, &freshness)
                 .ok()
+                .flatten();
+            (touched, entry)
         })
-        .await
-        .ok()
-        .flatten()
-        .flatten();
+        .await?;
         Ok(Entry {
             meta: touched.unwrap_or(entry.meta),
             body: entry.body,

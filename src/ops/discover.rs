@@ -1,6 +1,6 @@
 //! `discover`: the feeds a page advertises, or the page itself when it is a feed.
 
-use super::{Context, compute};
+use super::{Context, blocking};
 use crate::error::{Error, Result};
 use crate::http::{ACCEPT_PAGES, GetRequest};
 use crate::inputs::{Source, classify};
@@ -39,7 +39,7 @@ pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
     };
     let final_url = page_url.to_string();
     let feed_url = input.feed_url.clone();
-    let (is_feed, found, guessed) = compute(move || -> (bool, Vec<DiscoveredFeed>, bool) {
+    let (is_feed, found, guessed) = blocking(move || -> (bool, Vec<DiscoveredFeed>, bool) {
         let mime = content_type
             .as_deref()
             .map(|c| c.split(';').next().unwrap_or("").trim().to_owned());

@@ -244,7 +244,8 @@ async fn from_body(
         selection.seen = Some(view.seen_of(&named));
     }
     let render = opts.render;
-    let parsed = compute(move || {
+    let big = feed::parallel(body.len());
+    let work = move || {
         feed::process(
             &url,
             body,
@@ -253,8 +254,13 @@ async fn from_body(
             &selection,
             &render,
         )
-    })
-    .await
+    };
+    // A large body is parsed and rendered on every core; a small one on one work thread.
+    let parsed = if big {
+        compute(work).await
+    } else {
+        super::blocking(work).await
+    }
     .and_then(|r| r);
     match parsed {
         Err(e) => FeedOutcome::failed(feed_url, &e),

@@ -242,8 +242,17 @@ fn format_ms(ms: u64) -> Option<String> {
         .map(|t| crate::date::format(&t))
 }
 
-/// Runs a blocking closure off the async threads.
+/// How many blocking jobs (cache file work, small feeds' parsing) run at once: the
+/// threads that do them park until there is work, and no more of them are made than this.
+pub(crate) const WORK_THREADS: usize = 4;
+
+/// Runs a blocking closure off the async threads, at most [`WORK_THREADS`] at a time.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    static WORK: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(WORK_THREADS);
+    let _turn = WORK
+        .acquire()
+        .await
+        .map_err(|_| Error::internal("the work threads are closed"))?;
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| Error::internal_from("a worker thread failed", e))

@@ -4,7 +4,7 @@ use crate::model::WarningCode;
 use url::Url;
 
 use super::cached::{CachedGet, Got};
-use super::{CacheMode, Context, compute};
+use super::{CacheMode, Context, blocking};
 use crate::cache::Kind;
 use crate::error::{Error, Result};
 use crate::feed::{self, RenderOptions};
@@ -38,7 +38,7 @@ async fn search(
     render: RenderOptions,
 ) -> Result<Option<(Item, bool)>> {
     let (f, k) = (feed_url.to_owned(), key.to_owned());
-    compute(move || {
+    blocking(move || {
         let raw = feed::parse(src.body, src.content_type.as_deref(), src.doc_url.as_ref())?;
         Ok(feed::find_item(&f, raw.items, &k, &render))
     })

@@ -154,18 +154,19 @@ async fn damaged_entries_are_misses_with_a_warning_and_a_fresh_fetch() {
     let feeds = dir.path().join("feeds");
     type Damage = Box<dyn Fn(&std::path::Path)>;
     let damages: Vec<(&str, Damage)> = vec![
-        ("truncated body", Box::new(|p| truncate_file(p, "body"))),
+        ("truncated body", Box::new(|p| truncate_file(p, "entry"))),
         (
             "garbage metadata",
-            Box::new(|p| std::fs::write(find(p, "json"), b"{not json").unwrap()),
+            Box::new(|p| std::fs::write(find(p, "entry"), b"{not json\n<rss/>").unwrap()),
         ),
         (
             "hash mismatch",
             Box::new(|p| {
-                let body = find(p, "body");
-                let mut bytes = std::fs::read(&body).unwrap();
-                bytes[10] ^= 0x20;
-                std::fs::write(body, bytes).unwrap();
+                let entry = find(p, "entry");
+                let mut bytes = std::fs::read(&entry).unwrap();
+                let last = bytes.len() - 10;
+                bytes[last] ^= 0x20;
+                std::fs::write(entry, bytes).unwrap();
             }),
         ),
     ];
@@ -593,7 +594,7 @@ async fn the_cap_holds_under_concurrent_writers_and_the_listed_total_is_the_dire
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn superseded_bodies_are_counted_on_disk() {
+async fn issue_27_each_write_of_an_entry_leaves_one_file_and_it_is_counted_on_disk() {
     let n = Arc::new(AtomicUsize::new(0));
     let c = n.clone();
     let srv = TestServer::start(move |_| {
@@ -611,9 +612,14 @@ async fn superseded_bodies_are_counted_on_disk() {
     }
     let list = cache_list(cache.path());
     let entry = &list["entries"][0];
-    // Three bodies (two awaiting their sweep) and the metadata.
-    assert!(entry["disk_bytes"].as_u64().unwrap() > 15_000, "{entry}");
-    assert!(entry["bytes"].as_u64().unwrap() < 5_100, "{entry}");
+    // One file: the last body and its metadata line.
+    let disk = entry["disk_bytes"].as_u64().unwrap();
+    let body = entry["bytes"].as_u64().unwrap();
+    assert!(
+        body < 5_100 && disk > body && disk < body + 2_000,
+        "{entry}"
+    );
+    assert_eq!(files_under(&cache.path().join("feeds")).len(), 1);
     assert_eq!(
         list["total_bytes"].as_u64().unwrap(),
         walk_bytes(cache.path())

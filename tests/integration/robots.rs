@@ -283,10 +283,13 @@ async fn issue_27_percent_encoding_does_not_slip_past_the_rules() {
 fn age_robots_entries(dir: &std::path::Path, by: Duration) {
     let mut n = 0;
     for path in files_under(&dir.join("robots")) {
-        if path.extension().is_none_or(|x| x != "json") {
+        if path.extension().is_none_or(|x| x != "entry") {
             continue;
         }
-        let mut meta: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let whole = std::fs::read(&path).unwrap();
+        let split = whole.iter().position(|&b| b == b'\n').unwrap();
+        let (line, body) = whole.split_at(split);
+        let mut meta: Value = serde_json::from_slice(line).unwrap();
         let ms = by.as_millis() as u64;
         let received = meta["received_ms"].as_u64().unwrap();
         meta["received_ms"] = json!(received - ms);
@@ -294,7 +297,9 @@ fn age_robots_entries(dir: &std::path::Path, by: Duration) {
             .unwrap()
             - chrono::Duration::milliseconds(ms as i64);
         meta["fetched_at"] = json!(fetched.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-        std::fs::write(&path, serde_json::to_vec(&meta).unwrap()).unwrap();
+        let mut aged = serde_json::to_vec(&meta).unwrap();
+        aged.extend_from_slice(body);
+        std::fs::write(&path, aged).unwrap();
         n += 1;
     }
     assert_eq!(n, 1, "one robots.txt entry");
@@ -303,7 +308,7 @@ fn age_robots_entries(dir: &std::path::Path, by: Duration) {
 fn robots_entries(dir: &std::path::Path) -> usize {
     files_under(&dir.join("robots"))
         .iter()
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| p.extension().is_some_and(|x| x == "entry"))
         .count()
 }
 
