@@ -90,10 +90,7 @@ impl<'a> Tokenizer<'a> {
                 && after[..name.len()].eq_ignore_ascii_case(name.as_bytes())
             {
                 let next = after.get(name.len()).copied();
-                if matches!(
-                    next,
-                    None | Some(b'>' | b' ' | b'\t' | b'\n' | b'\r' | b'/')
-                ) {
+                if next.is_none_or(|b| b == b'>' || b == b'/' || is_space(b)) {
                     self.pos += at;
                     return Token::RawText(&rest[..at]);
                 }
@@ -113,30 +110,69 @@ fn lower(name: &str) -> Cow<'_, str> {
     }
 }
 
-/// Finds the `>` that ends a tag starting at `from`, skipping quoted attribute values.
-fn tag_end(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut i = from;
-    loop {
-        // Tags are short: a plain scan beats a vectorised search's setup.
-        let at = i + bytes[i..]
-            .iter()
-            .position(|&b| matches!(b, b'>' | b'"' | b'\''))?;
-        let b = bytes[at];
-        if b == b'>' {
-            return Some(at);
-        }
-        // Only a quote right after `=` (possibly spaced) opens a value.
-        let mut j = at;
-        while j > from && bytes[j - 1].is_ascii_whitespace() {
-            j -= 1;
-        }
-        i = if j > from && bytes[j - 1] == b'=' {
-            // An unclosed value runs to the end: the tag is cut off.
-            at + 1 + memchr::memchr(b, &bytes[at + 1..])? + 1
-        } else {
-            at + 1
-        };
+/// Whether `b` is whitespace to the HTML tokenizer (a carriage return is read as a line feed).
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\x0c' | b'\r')
+}
+
+/// Where the tag whose name runs on from `from` ends (its `>`), and whether it is
+/// self-closing, read as the HTML tokenizer reads a tag: the name runs to whitespace, `/` or
+/// `>`; a quote opens a value only right after the `=` that follows an attribute's name
+/// (anywhere else it is part of a name or of an unquoted value); `/` closes the tag only
+/// right before its `>`. `None`: the tag runs to the end of the source.
+fn tag_end(bytes: &[u8], from: usize) -> Option<(usize, bool)> {
+    let gt = from + memchr::memchr(b'>', &bytes[from..])?;
+    let seg = &bytes[from..gt];
+    // Most tags have neither values nor quotes: their first `>` ends them.
+    if !seg.iter().any(|&b| matches!(b, b'=' | b'"' | b'\'')) {
+        return Some((gt, seg.last() == Some(&b'/')));
     }
+    #[derive(Clone, Copy, PartialEq)]
+    enum S {
+        Name,
+        SelfClosing,
+        BeforeAttr,
+        Attr,
+        AfterAttr,
+        BeforeValue,
+        Quoted(u8),
+        AfterQuoted,
+        Unquoted,
+    }
+    let mut s = S::Name;
+    let mut i = from;
+    while i < bytes.len() {
+        let b = bytes[i];
+        s = match (s, b) {
+            (S::Quoted(q), _) if b == q => S::AfterQuoted,
+            (S::Quoted(q), _) => {
+                // Everything up to the closing quote is the value.
+                i += memchr::memchr(q, &bytes[i..])?;
+                continue;
+            }
+            (S::SelfClosing, b'>') => return Some((i, true)),
+            (_, b'>') => return Some((i, false)),
+            (S::Name | S::Unquoted | S::AfterQuoted, _) if is_space(b) => S::BeforeAttr,
+            (S::Name | S::AfterQuoted | S::BeforeAttr | S::Attr | S::AfterAttr, b'/') => {
+                S::SelfClosing
+            }
+            (S::Name | S::Unquoted, _) => s,
+            (S::SelfClosing | S::AfterQuoted, _) => {
+                // Read again as the start of an attribute.
+                s = S::BeforeAttr;
+                continue;
+            }
+            (S::BeforeAttr | S::AfterAttr | S::BeforeValue, _) if is_space(b) => s,
+            (S::Attr, _) if is_space(b) => S::AfterAttr,
+            (S::Attr | S::AfterAttr, b'=') => S::BeforeValue,
+            // A name may start with `=`, and holds quotes as any other character.
+            (S::BeforeAttr | S::Attr | S::AfterAttr, _) => S::Attr,
+            (S::BeforeValue, b'"' | b'\'') => S::Quoted(b),
+            (S::BeforeValue, _) => S::Unquoted,
+        };
+        i += 1;
+    }
+    None
 }
 
 impl<'a> Iterator for Tokenizer<'a> {
@@ -185,15 +221,22 @@ impl<'a> Iterator for Tokenizer<'a> {
                 continue;
             }
             let is_end = next == Some(b'/');
+            if is_end && !bytes.get(lt + 2).is_some_and(|b| b.is_ascii_alphabetic()) {
+                // `</>` is nothing; `</` before anything else but a letter is a bogus comment
+                // up to the next `>`, as an HTML tokenizer reads it.
+                self.pos = src[lt..].find('>').map_or(src.len(), |e| lt + e + 1);
+                continue;
+            }
             let name_start = lt + if is_end { 2 } else { 1 };
+            // A tag's name runs to whitespace, `/` or `>` (`<p$>` names no paragraph).
             let mut name_end = name_start;
             while name_end < bytes.len()
-                && (bytes[name_end].is_ascii_alphanumeric()
-                    || matches!(bytes[name_end], b'-' | b':' | b'_'))
+                && !is_space(bytes[name_end])
+                && !matches!(bytes[name_end], b'/' | b'>')
             {
                 name_end += 1;
             }
-            let Some(gt) = tag_end(bytes, name_end) else {
+            let Some((gt, self_closing)) = tag_end(bytes, name_end) else {
                 // A tag cut off by the end of the body is dropped, as browsers drop it.
                 self.pos = src.len();
                 return None;
@@ -205,9 +248,13 @@ impl<'a> Iterator for Tokenizer<'a> {
                 return Some(Token::End(name));
             }
             let inner = &src[name_end..gt];
-            let self_closing = inner.trim_end().ends_with('/');
-            let attrs = inner.trim_end().trim_end_matches('/');
-            if !self_closing && is_raw_text(&name) {
+            let attrs = if self_closing {
+                &inner[..inner.len() - 1]
+            } else {
+                inner
+            };
+            // `/>` does not close an HTML element: `<title/>` starts a title like `<title>`.
+            if is_raw_text(&name) {
                 self.pending_raw = Some(name.clone());
             }
             return Some(Token::Start {
@@ -232,7 +279,9 @@ fn next_markup(bytes: &[u8], from: usize) -> Option<usize> {
         };
         let is_markup = match bytes.get(lt + 1).copied() {
             Some(b) if b.is_ascii_alphabetic() => true,
-            Some(b'/') => bytes.get(lt + 2).is_some_and(|b| b.is_ascii_alphabetic()),
+            // `</` opens an end tag, `</>` (skipped) or a bogus comment: anything but the
+            // end of the source.
+            Some(b'/') => bytes.len() > lt + 2,
             Some(b'!') | Some(b'?') => true,
             _ => false,
         };
@@ -417,6 +466,35 @@ mod tests {
     fn a_long_run_of_comments_does_not_grow_the_stack() {
         let src = "<!---->".repeat(200_000) + "end";
         assert_eq!(toks(&src), vec![Token::Text("end")]);
+    }
+
+    #[test]
+    fn issue_27_tags_end_where_an_html_tokenizer_ends_them() {
+        // A quote opens a value only right after the `=` that follows a name.
+        assert_eq!(
+            toks("<div x==\"><b>")[1],
+            Token::Start {
+                name: "b".into(),
+                attrs: "",
+                self_closing: false
+            }
+        );
+        assert_eq!(toks("<div\"=\"><b>").len(), 2);
+        assert_eq!(toks("<a href=\"x>y\">t").len(), 2);
+        assert_eq!(toks("<a href = 'x>y' >t").len(), 2);
+        // `/` closes a tag only right before its `>`, and not inside an unquoted value.
+        let closing = |s: &str| match toks(s).remove(0) {
+            Token::Start { self_closing, .. } => self_closing,
+            other => panic!("{other:?}"),
+        };
+        assert!(closing("<g/>"));
+        assert!(closing("<g a/>"));
+        assert!(closing("<g a=\"1\"/>"));
+        assert!(!closing("<g a=1/>"));
+        assert!(!closing("<g / >"));
+        // A raw-text element ends at its end tag followed by any whitespace, form feed too.
+        assert_eq!(toks("<script>x</script\x0c><p>")[1], Token::RawText("x"));
+        assert_eq!(toks("<script>x</script\x0c><p>").len(), 4);
     }
 
     #[test]

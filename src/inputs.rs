@@ -87,6 +87,19 @@ pub fn classify(raw: &str) -> Input {
 /// Classifies a link a document gave us (an item's `url`, for its article): only an
 /// absolute http(s) URL is followed; anything else (`file:`, `ftp:`, a path) is an
 /// `INVALID_URL` saying which scheme and why, and nothing local is ever opened.
+/// An item's page when the item has no link to follow (none, or one of a scheme that was
+/// dropped from it, such as `javascript:` or `data:`): an `INVALID_URL` saying so.
+pub fn no_link() -> Input {
+    Input {
+        feed_url: String::new(),
+        source: Source::Invalid(Error::InvalidUrl {
+            input: String::new(),
+            reason: "the item has no link to read: none, or one that was not http(s)".into(),
+            source: None,
+        }),
+    }
+}
+
 pub fn classify_link(link: &str) -> Input {
     let given = link.trim();
     let refuse = |reason: String, source: Option<url::ParseError>| Input {

@@ -109,7 +109,10 @@ fn sniff(first: &[u8]) -> Option<&'static str> {
             _ => "application/octet-stream",
         });
     }
-    // Text has no NUL bytes in its first bytes (UTF-16 would, and is refused as binary).
+    // Text has no NUL bytes in its first bytes, but for UTF-16, which says so with a BOM.
+    if first.starts_with(&[0xff, 0xfe]) || first.starts_with(&[0xfe, 0xff]) {
+        return None;
+    }
     first
         .iter()
         .take(1024)
@@ -122,6 +125,11 @@ fn sniff(first: &[u8]) -> Option<&'static str> {
 /// names a body that is not a page to read (`text/javascript`, `text/css`, `text/csv`,
 /// `text/calendar`, …): reading its code or data as an article would pass it off as one.
 fn readable_type(mime: &str) -> bool {
+    let media = ["image/", "audio/", "video/", "font/", "model/"];
+    if media.iter().any(|m| mime.starts_with(m)) {
+        // An SVG image is XML, and still an image.
+        return false;
+    }
     matches!(
         mime,
         "text/html"
@@ -310,15 +318,19 @@ pub(crate) fn read(
     if word_count == 0 {
         return Err(no_article(meta.title.clone().or(x.title)));
     }
+    // The article as text: what a reader is shown of it. Words only a renderer leaves out
+    // (an SVG's text, an image's alt) are no article to hand back.
+    let shown = feed::render::to_text(&without_images(&x.html), Some(&base)).unwrap_or(text);
+    if shown.trim().is_empty() {
+        return Err(no_article(meta.title.clone().or(x.title)));
+    }
     let content = match render.format {
         ContentFormat::None => None,
         ContentFormat::Html => Some(feed::render::sanitize_html(&x.html, Some(&base))),
-        ContentFormat::Text => {
-            Some(feed::render::to_text(&without_images(&x.html), Some(&base)).unwrap_or(text))
-        }
+        ContentFormat::Text => Some(shown),
         ContentFormat::Markdown => Some(
             feed::render::to_markdown(&x.html, Some(&base))
-                .unwrap_or_else(|_| feed::render::text_to_markdown(&text)),
+                .unwrap_or_else(|_| feed::render::text_to_markdown(&shown)),
         ),
     };
     let plain = |s: Option<String>| {

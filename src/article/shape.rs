@@ -175,11 +175,19 @@ fn breaks_out(name: &str, attrs: &str) -> bool {
             .any(|a| crate::html::attr(attrs, a).is_some()))
 }
 
-/// How an element's content is read.
+/// How an element's content is read: as HTML, or as SVG or MathML (foreign content).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Html,
-    Foreign,
+    Svg,
+    Math,
+}
+
+impl Mode {
+    /// SVG or MathML: self-closing tags close, no raw text, `<![CDATA[` is a section.
+    fn foreign(self) -> bool {
+        self != Mode::Html
+    }
 }
 
 /// What an element is in the model: its name, whether it is SVG/MathML, how its content is
@@ -206,33 +214,56 @@ fn tag_name(src: &str, at: usize) -> Cow<'_, str> {
     }
 }
 
-/// The mode an element's content is read in, given the mode it was opened in.
+/// What an element named `name` is (HTML, SVG or MathML) when opened in content read as
+/// `opened_in`, and how its own content is read (an integration point's as HTML).
 fn content_mode(name: &str, attrs: &str, opened_in: Mode) -> (Mode, Mode) {
     let element = match opened_in {
-        Mode::Html if name == "svg" || name == "math" => Mode::Foreign,
+        Mode::Html | Mode::Math if name == "svg" => Mode::Svg,
+        Mode::Html if name == "math" => Mode::Math,
         Mode::Html => Mode::Html,
-        Mode::Foreign if breaks_out(name, attrs) => Mode::Html,
-        Mode::Foreign => Mode::Foreign,
+        Mode::Svg | Mode::Math if breaks_out(name, attrs) => Mode::Html,
+        foreign => foreign,
     };
-    let content = match element {
-        Mode::Html => Mode::Html,
-        Mode::Foreign => {
-            let integration = matches!(
-                name,
-                "foreignobject" | "desc" | "title" | "mi" | "mo" | "mn" | "ms" | "mtext"
-            ) || (name == "annotation-xml"
-                && crate::html::attr(attrs, "encoding").is_some_and(|e| {
-                    e.eq_ignore_ascii_case("text/html")
-                        || e.eq_ignore_ascii_case("application/xhtml+xml")
-                }));
-            if integration {
-                Mode::Html
-            } else {
-                Mode::Foreign
-            }
+    let integration = match element {
+        Mode::Html => false,
+        Mode::Svg => matches!(name, "foreignobject" | "desc" | "title"),
+        Mode::Math => {
+            matches!(name, "mi" | "mo" | "mn" | "ms" | "mtext")
+                || (name == "annotation-xml"
+                    && crate::html::attr(attrs, "encoding").is_some_and(|e| {
+                        e.eq_ignore_ascii_case("text/html")
+                            || e.eq_ignore_ascii_case("application/xhtml+xml")
+                    }))
         }
     };
+    let content = if integration { Mode::Html } else { element };
     (element, content)
+}
+
+/// The formatting elements a tree builder keeps a list of and opens again where they were
+/// closed implicitly.
+fn is_formatting(name: &str) -> bool {
+    matches!(
+        name,
+        "a" | "b"
+            | "big"
+            | "code"
+            | "em"
+            | "font"
+            | "i"
+            | "nobr"
+            | "s"
+            | "small"
+            | "strike"
+            | "strong"
+            | "tt"
+            | "u"
+    )
+}
+
+/// Whitespace between tags (no text a tree builder opens formatting elements for).
+fn is_space_byte(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c')
 }
 
 /// Elements a start tag of the same name closes when it is the current one (a new
@@ -256,13 +287,17 @@ fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<bool, Stopp
     let mut tokens = Tokenizer::new(html);
     let mut stack: Vec<Open<'_>> = Vec::new();
     let mut elements = 0usize;
+    // Formatting elements open in the count: a tree builder that closed them implicitly
+    // opens them all again before the next text or tag (every one, each time), so each such
+    // point may cost that many elements more.
+    let mut formatting = 0usize;
     // After an ambiguity in foreign content: no self-closing tag is taken as closed, no
     // element's content is skipped as raw text, `<![CDATA[` ends at the next `>`.
     let mut doubt = false;
     let mut n = 0usize;
     loop {
         let mode = stack.last().map_or(Mode::Html, |o| o.content);
-        tokens.set_foreign(mode == Mode::Foreign && !doubt);
+        tokens.set_foreign(mode.foreign() && !doubt);
         let Some(tok) = tokens.next() else { break };
         let from = tokens.tag_start();
         n += 1;
@@ -276,7 +311,7 @@ fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<bool, Stopp
                 ..
             } => {
                 let name = tag_name(html, from + 1);
-                elements += 1;
+                elements += 1 + formatting;
                 if elements > limits.elements || attrs.len() > limits.attribute_bytes {
                     return Ok(false);
                 }
@@ -284,11 +319,11 @@ fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<bool, Stopp
                     continue;
                 }
                 let (element, content) = content_mode(&name, attrs, mode);
-                if mode == Mode::Foreign && element == Mode::Html {
+                if mode.foreign() && element == Mode::Html {
                     doubt = true;
                 }
-                let foreign_closed = element == Mode::Foreign && self_closing && !doubt;
-                if is_raw(&name) && (element == Mode::Foreign || doubt) {
+                let foreign_closed = element.foreign() && self_closing && !doubt;
+                if is_raw(&name) && (element.foreign() || doubt) {
                     tokens.not_raw();
                 }
                 if foreign_closed {
@@ -297,6 +332,7 @@ fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<bool, Stopp
                 if closes_its_twin(&name) && stack.last().is_some_and(|o| o.name == name) {
                     stack.pop();
                 }
+                formatting += usize::from(is_formatting(&name));
                 stack.push(Open {
                     name,
                     content,
@@ -310,8 +346,8 @@ fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<bool, Stopp
                 let name = tag_name(html, from + 2);
                 if stack.last().is_some_and(|o| o.name == name) {
                     stack.pop();
-                } else if mode == Mode::Foreign || stack.iter().any(|o| o.content == Mode::Foreign)
-                {
+                    formatting -= usize::from(is_formatting(&name));
+                } else if mode.foreign() || stack.iter().any(|o| o.content.foreign()) {
                     doubt = true;
                 }
             }
@@ -319,6 +355,12 @@ fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<bool, Stopp
             Token::Text(t) => {
                 if t.len() > MAX_TEXT_RUN {
                     return Ok(false);
+                }
+                if formatting > 0 && !t.bytes().all(is_space_byte) {
+                    elements += formatting;
+                    if elements > limits.elements {
+                        return Ok(false);
+                    }
                 }
             }
             Token::RawText(_) => {}

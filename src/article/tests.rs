@@ -347,3 +347,35 @@ fn issue_27_what_a_page_says_of_itself_is_capped() {
     );
     assert!(chars(&a.meta.language) <= LANGUAGE_MAX_CHARS + 1);
 }
+
+#[test]
+fn issue_27_an_svg_image_or_an_article_only_an_svg_holds_is_not_passed_off_as_an_article() {
+    let words: String = (0..40)
+        .map(|i| format!("<text y=\"{i}\">the keeper wrote the weather in the log</text>"))
+        .collect();
+    let svg = format!("<svg xmlns=\"http://www.w3.org/2000/svg\">{words}</svg>");
+    let e = read_as(svg.as_bytes(), Some("image/svg+xml"), ContentFormat::Text).unwrap_err();
+    assert_eq!(e.code().as_str(), "UNSUPPORTED_CONTENT");
+    let page = format!("<html><body><article>{svg}</article></body></html>");
+    for format in [
+        ContentFormat::Text,
+        ContentFormat::Html,
+        ContentFormat::None,
+    ] {
+        let e = read_as(page.as_bytes(), Some("text/html"), format).unwrap_err();
+        assert_eq!(e.code().as_str(), "NO_READABLE_CONTENT", "{format:?}");
+    }
+}
+
+#[test]
+fn issue_27_a_utf16_page_with_its_bom_is_read() {
+    let page = format!(
+        "<html><head><title>Sixteen</title></head><body><article><p>{}</p></article></body></html>",
+        "The keeper climbed the stairs every evening and wrote the weather in the log. ".repeat(10)
+    );
+    let mut body = vec![0xff, 0xfe];
+    body.extend(page.encode_utf16().flat_map(u16::to_le_bytes));
+    let a = read_as(&body, Some("text/html"), ContentFormat::Text).unwrap();
+    assert_eq!(a.meta.title.as_deref(), Some("Sixteen"));
+    assert!(a.content.unwrap().contains("wrote the weather"));
+}

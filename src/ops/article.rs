@@ -158,8 +158,11 @@ pub(crate) async fn read_batch(
                 Source::Http(url) => ctx.client.key_of(url),
                 _ => None,
             },
+            // Every page of a host is under way at once: the gate spaces their sends and the
+            // window bounds their bodies, so one page read slowly holds up no other page
+            // of its host.
             permits: match &input.source {
-                Source::Http(url) => ctx.client.rule_permits(url),
+                Source::Http(_) => Some(usize::MAX),
                 _ => None,
             },
             payload: input,
@@ -401,18 +404,14 @@ pub async fn read_item_article(
     item: &crate::model::Item,
     opts: &ArticleOptions,
 ) -> (ArticleResult, Vec<crate::model::Warning>) {
-    let Some(url) = &item.url else {
-        let err = Error::InvalidUrl {
-            input: String::new(),
-            reason: "the item has no url to read".to_owned(),
-            source: None,
-        };
-        return (PageOutcome::failed("", &err, opts).result, Vec::new());
-    };
+    let page = item
+        .url
+        .as_deref()
+        .map_or_else(crate::inputs::no_link, crate::inputs::classify_link);
     let opts = &opts.for_call();
     let o = read_cut(
         ctx,
-        crate::inputs::classify_link(url),
+        page,
         opts,
         super::deadline::gate_deadline(ctx, opts.deadline),
     )

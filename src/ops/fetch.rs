@@ -121,9 +121,11 @@ pub async fn fetch_feeds(
                             if doomed.contains(&i) {
                                 continue;
                             }
-                            if let Some(url) = &item.url {
-                                let _ = tx.send((index, i, crate::inputs::classify_link(url)));
-                            }
+                            let page = item
+                                .url
+                                .as_deref()
+                                .map_or_else(crate::inputs::no_link, crate::inputs::classify_link);
+                            let _ = tx.send((index, i, page));
                         }
                     }
                     o

@@ -62,7 +62,28 @@ pub(crate) struct Known {
 }
 
 /// Parsed robots.txt files by robots.txt URL.
-pub(crate) type RobotsMemo = std::sync::Mutex<HashMap<String, Known>>;
+#[derive(Debug, Default)]
+pub(crate) struct RobotsMemo {
+    /// What was read, by robots.txt URL.
+    known: std::sync::Mutex<HashMap<String, Known>>,
+    /// A lock per gate key whose robots.txt is being read, so pages read at once wait for
+    /// one read instead of each sending their own.
+    reading: std::sync::Mutex<HashMap<String, std::sync::Weak<tokio::sync::Mutex<()>>>>,
+}
+
+impl RobotsMemo {
+    /// The lock of reading a robots.txt of gate key `key` (made when nobody holds one).
+    fn reading(&self, key: &str) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.reading.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(held) = locks.get(key).and_then(std::sync::Weak::upgrade) {
+            return held;
+        }
+        locks.retain(|_, w| w.strong_count() > 0);
+        let lock = std::sync::Arc::new(tokio::sync::Mutex::new(()));
+        locks.insert(key.to_owned(), std::sync::Arc::downgrade(&lock));
+        lock
+    }
+}
 
 /// Until when (Unix ms) a robots.txt that arrived at `received_ms` is used with no request:
 /// what the server said (`fresh_until_ms`; a day when it said nothing), but never past a
@@ -153,7 +174,27 @@ impl<'a> RobotsGuard<'a> {
             return Ok(());
         };
         let origin = robots_url.as_str().to_owned();
-        let known = self.known(&origin);
+        let mut known = self.known(&origin);
+        // Pages of one origin read at once: the first reads its robots.txt, the others wait
+        // for that read (within their deadline) and use it. The lock is the gate key's, so
+        // under a site key one host's robots.txt is read (and its delay learned) before a
+        // sibling's is asked for.
+        let lock_key = self
+            .ctx
+            .client
+            .key_of(&robots_url)
+            .map_or_else(|| origin.clone(), |k| k.as_str().to_owned());
+        let reading = self.ctx.robots.reading(&lock_key);
+        let _reading = match known {
+            Some(_) => None,
+            None => match tokio::time::timeout_at(deadline, reading.lock()).await {
+                Ok(held) => {
+                    known = self.known(&origin);
+                    Some(held)
+                }
+                Err(_) => None,
+            },
+        };
         let known = match known {
             Some(k) => {
                 if let RobotsRead::Rules(r) = &k.read {
@@ -163,7 +204,12 @@ impl<'a> RobotsGuard<'a> {
             }
             None => {
                 let k = self.read(page, &robots_url, deadline).await;
-                let mut memo = self.ctx.robots.lock().unwrap_or_else(|e| e.into_inner());
+                let mut memo = self
+                    .ctx
+                    .robots
+                    .known
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
                 if memo.len() > MEMO_PRUNE_ABOVE {
                     let now = now_ms();
                     memo.retain(|_, k| now < k.fresh_until_ms);
@@ -193,7 +239,12 @@ impl<'a> RobotsGuard<'a> {
 
     /// What this process knows of `origin`'s robots.txt that this call may use.
     fn known(&self, origin: &str) -> Option<Known> {
-        let memo = self.ctx.robots.lock().unwrap_or_else(|e| e.into_inner());
+        let memo = self
+            .ctx
+            .robots
+            .known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let k = memo.get(origin)?;
         let failed = matches!(
             k.read,
@@ -286,8 +337,7 @@ impl<'a> RobotsGuard<'a> {
                         let read = match e {
                             Error::PrivateNetwork { reason, .. } => RobotsRead::Refused { reason },
                             e => RobotsRead::Unavailable(format!(
-                                "its robots.txt could not be read ({}): {e}",
-                                e.code().as_str()
+                                "its robots.txt could not be read: {e}"
                             )),
                         };
                         let now = now_ms();

@@ -150,3 +150,36 @@ async fn issue_27_an_mcp_server_reads_hostile_pages_and_goes_on_serving() {
     assert_eq!(r["articles"][2]["status"], "ok", "{r}");
     assert!(r["articles"][2]["word_count"].as_u64().unwrap() > 100);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_27_a_page_read_slowly_holds_up_no_other_page_of_its_host_and_says_why_it_was_cut() {
+    // Within the bounds, but seconds of extraction: nested 120 deep over 15,000 elements.
+    let heavy = format!(
+        "<html><body>{}{}</body></html>",
+        "<div>".repeat(120),
+        "<div>x words here</div>".repeat(15_000)
+    );
+    let story = fixture("articles/story.html");
+    let srv = TestServer::start(move |req: &server::Request| match req.path.as_str() {
+        "/robots.txt" => Reply::status(404),
+        "/heavy" => Reply::ok(heavy.clone(), "text/html"),
+        _ => Reply::ok(story.clone(), "text/html"),
+    })
+    .await;
+    let cache = tempfile::tempdir().unwrap();
+    let server = spawn_in(cache.path(), &[], &[]).await;
+    let r = payload(
+        &call(
+            &server,
+            "fetch_article",
+            json!({"urls": [srv.url("/heavy"), srv.url("/story")], "content_format": "none", "timeout_seconds": 4}),
+        )
+        .await,
+    );
+    let heavy = &r["articles"][0];
+    assert_eq!(heavy["error"]["code"], "EXTRACTION_TIMEOUT", "{r}");
+    assert_eq!(heavy["error"]["details"]["cut_by"], "call", "{r}");
+    // The other page of the host was read meanwhile, not cut as if its host were pacing.
+    assert_eq!(r["articles"][1]["status"], "ok", "{r}");
+    assert_eq!(srv.hits_for("/story").len(), 1);
+}

@@ -308,7 +308,7 @@ pub(super) fn rewrite(html: &str, limits: &Limits, stop: &Stop) -> Result<String
     let mut n = 0usize;
     loop {
         let mode = w.stack.last().map_or(Mode::Html, |o| o.content);
-        tokens.set_foreign(mode == Mode::Foreign);
+        tokens.set_foreign(mode.foreign());
         let Some(tok) = tokens.next() else { break };
         let from = tokens.tag_start();
         n += 1;
@@ -323,12 +323,13 @@ pub(super) fn rewrite(html: &str, limits: &Limits, stop: &Stop) -> Result<String
             } => {
                 let name = tag_name(html, from + 1);
                 let (element, _) = content_mode(&name, attrs, mode);
-                let mut raw = is_raw(&name) && !self_closing;
-                if raw && element == Mode::Foreign {
+                let mut raw = is_raw(&name);
+                if raw && element.foreign() {
                     tokens.not_raw();
                     raw = false;
                 }
-                let untracked = w.start(name, attrs, self_closing, mode);
+                // `/>` closes no HTML element: `<title/>` holds the raw text after it.
+                let untracked = w.start(name, attrs, self_closing && !raw, mode);
                 skip_raw = raw && (untracked || w.stack.last().is_some_and(|o| !o.written));
             }
             Token::End(_) => {
