@@ -101,7 +101,7 @@ pub(crate) fn tree_depth(html: &str) -> usize {
         deepest = deepest.max(depth);
         let mut child = node.first_child();
         while let Some(c) = child {
-            stack.push((c.clone(), depth + 1));
+            stack.push((c, depth + 1));
             child = c.next_sibling();
         }
     }

@@ -20,7 +20,10 @@ fn push_text(out: &mut String, text: &str) {
     while !rest.is_empty() {
         let mut end = rest.len();
         if end > MAX_TEXT_RUN {
-            end = rest.floor_char_boundary(MAX_TEXT_RUN);
+            end = MAX_TEXT_RUN;
+            while !rest.is_char_boundary(end) {
+                end -= 1;
+            }
             if let Some(space) = rest[..end].rfind(' ').filter(|&i| i > end / 2) {
                 end = space + 1;
             } else if let Some(amp) = rest[..end].rfind('&').filter(|&i| i > 0 && end - i < 40)
