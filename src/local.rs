@@ -117,6 +117,27 @@ fn open_beneath(root: &Path, rel: &Path) -> std::result::Result<std::fs::File, B
     }
 }
 
+/// Opens `path` for reading if it is a regular file, without waiting on what is not: a FIFO
+/// with no writer, a device or a directory is an [`io::ErrorKind::InvalidInput`] error at
+/// once (the open does not block, and the type is read from the opened handle, so a path
+/// swapped after a check is judged as what was opened). For the files `rss` reads its own
+/// settings from: the config file, a secret file, a token file.
+pub(crate) fn open_regular(path: &Path) -> io::Result<(std::fs::File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok((file, meta))
+}
+
 /// `path` with `.` and `..` applied, without touching the file system (`None` when `..`
 /// climbs above its root).
 fn normalized(path: &Path) -> Option<PathBuf> {

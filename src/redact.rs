@@ -100,6 +100,70 @@ pub fn url(url: &Url) -> String {
 /// every echoed input, message and detail goes through, for text that may not even parse
 /// as a URL.
 pub fn text(s: &str) -> Cow<'_, str> {
+    match authorities(s) {
+        Cow::Borrowed(b) => without_slashes(b),
+        Cow::Owned(o) => Cow::Owned(without_slashes(&o).into_owned()),
+    }
+}
+
+/// `s` with every `scheme:user:pass@host…` written without `//` masked after its scheme
+/// (`user:S3CR3T@127.0.0.1/feed`, which parses as the scheme `user`, is echoed as
+/// `user:***@127.0.0.1/feed`): an input that was meant as a URL with credentials.
+fn without_slashes(s: &str) -> Cow<'_, str> {
+    if !s.contains('@') {
+        return Cow::Borrowed(s);
+    }
+    let is_delimiter = |c: char| c.is_whitespace() || matches!(c, '"' | '`' | '<' | '>' | '\'');
+    let mut out = String::with_capacity(s.len());
+    let mut changed = false;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let end = rest.find(is_delimiter).unwrap_or(rest.len());
+        let token = &rest[..end];
+        match masked_token(token) {
+            Some(masked) => {
+                out.push_str(&masked);
+                changed = true;
+            }
+            None => out.push_str(token),
+        }
+        let delimiter_len = rest[end..].chars().next().map_or(0, char::len_utf8);
+        out.push_str(&rest[end..end + delimiter_len]);
+        rest = &rest[end + delimiter_len..];
+    }
+    if changed {
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+/// `token` masked when it is `scheme:userinfo@rest` with no `/` before the `@`.
+fn masked_token(token: &str) -> Option<String> {
+    let colon = token.find(':')?;
+    let scheme = &token[..colon];
+    let scheme_like = scheme.len() <= 32
+        && scheme
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-'));
+    let after = &token[colon + 1..];
+    if !scheme_like || after.starts_with("//") {
+        return None;
+    }
+    let before_path = &after[..after.find('/').unwrap_or(after.len())];
+    let at = before_path.rfind('@')?;
+    if &before_path[..at] == MASK {
+        return None;
+    }
+    Some(format!("{scheme}:{MASK}{}", &after[at..]))
+}
+
+/// The `scheme://user:pass@host` pass of [`text`].
+fn authorities(s: &str) -> Cow<'_, str> {
     if !s.contains("://") || !s.contains('@') {
         return Cow::Borrowed(s);
     }
@@ -166,6 +230,17 @@ mod tests {
             text("no credentials in https://a.example/@x"),
             "no credentials in https://a.example/@x"
         );
+        // Meant as a URL with credentials, written without `//`.
+        assert_eq!(
+            text("invalid URL \"user:S3CR3T@127.0.0.1:9/feed\": the scheme"),
+            "invalid URL \"user:***@127.0.0.1:9/feed\": the scheme"
+        );
+        assert_eq!(text("user:S3CR3T@h/x"), "user:***@h/x");
+        assert_eq!(
+            text("at 12:30@home, joe@example.com"),
+            "at 12:30@home, joe@example.com"
+        );
+        assert_eq!(text("see a:b/c@d"), "see a:b/c@d");
     }
 
     #[test]

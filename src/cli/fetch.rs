@@ -103,7 +103,11 @@ impl AckCommand {
             ));
         }
         if let Some(store) = &g.gate_store {
-            cmd.push_str(&format!(" --gate-store {}", quote(store)));
+            // A store's password is never printed: the command shows it as `***`.
+            cmd.push_str(&format!(
+                " --gate-store {}",
+                quote(&crate::redact::text(store))
+            ));
         }
         AckCommand(cmd)
     }
@@ -311,4 +315,31 @@ pub(super) async fn article(
         |w| output::write_articles(w, &out, args.format, pretty, color),
         batch_code(out.errors.len(), out.articles.len()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[test]
+    fn the_ack_command_never_prints_a_stores_password() {
+        let cli = super::super::args::Cli::try_parse_from([
+            "rss",
+            "--gate-store",
+            "redis://:S3CR3T-pw@127.0.0.1:6379/0",
+            "--state-dir",
+            "/tmp/it's here",
+            "fetch",
+            "https://a.example/feed",
+        ])
+        .unwrap();
+        let cmd = super::AckCommand::of(&cli.global).with("TOKEN");
+        assert!(!cmd.contains("S3CR3T"), "{cmd}");
+        assert!(
+            cmd.contains("--gate-store 'redis://:***@127.0.0.1:6379/0'"),
+            "{cmd}"
+        );
+        assert!(cmd.contains("--state-dir '/tmp/it'\\''s here'"), "{cmd}");
+        assert!(cmd.ends_with(" ack TOKEN"), "{cmd}");
+    }
 }

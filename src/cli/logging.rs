@@ -2,6 +2,9 @@
 
 use std::io::IsTerminal;
 
+/// The most rmcp may log.
+const RMCP_CEILING: &str = "rmcp=info";
+
 /// Sets up logging: `-q` errors only, `-v` info, `-vv` debug (`RUST_LOG` overrides).
 pub(super) fn init(quiet: bool, verbose: u8) {
     use tracing_subscriber::layer::SubscriberExt;
@@ -13,8 +16,11 @@ pub(super) fn init(quiet: bool, verbose: u8) {
         (false, 1) => "info",
         (false, _) => "debug",
     };
+    // rmcp logs every tool call's arguments at debug level (a feed URL with its password
+    // among them), so it is held at info whatever RUST_LOG asks: no secret in any log.
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("rss={level}")));
+        .unwrap_or_else(|_| EnvFilter::new(format!("rss={level}")))
+        .add_directive(RMCP_CEILING.parse().expect("a valid directive"));
     let indicatif = tracing_indicatif::IndicatifLayer::new();
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(indicatif.get_stderr_writer())

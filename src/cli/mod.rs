@@ -374,15 +374,40 @@ async fn run(cli: Cli, config: Config, settings: Settings) -> Result<u8> {
     }
 }
 
+/// The text of `--token-file`: a regular file (a FIFO or device is refused at once, never
+/// waited on) readable by its owner only, as a config file's secrets must be, of at most
+/// 1 MiB.
+fn read_token_file(path: &std::path::Path) -> Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    const MAX_TOKEN_FILE_BYTES: u64 = 1 << 20;
+    let shown = path.display();
+    let (file, meta) = crate::local::open_regular(path)
+        .map_err(|e| Error::io("cannot read the token file", path, e))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o044 != 0 {
+        return Err(Error::usage(format!(
+            "--token-file {shown} is readable by other users (mode {mode:o}): a token file must \
+             be readable by its owner only (chmod 600 {shown})"
+        )));
+    }
+    let mut text = String::new();
+    file.take(MAX_TOKEN_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| Error::io("cannot read the token file", path, e))?;
+    if text.len() as u64 > MAX_TOKEN_FILE_BYTES {
+        return Err(Error::usage(format!(
+            "--token-file {shown} is over {MAX_TOKEN_FILE_BYTES} bytes: not a token file"
+        )));
+    }
+    Ok(text)
+}
+
 /// The HTTP server's options from `rss mcp` flags; the token from `--token-file`, else
 /// `RSS_MCP_TOKEN`.
 fn http_options(addr: std::net::SocketAddr, args: &args::McpArgs) -> Result<HttpOptions> {
     let token = match &args.token_file {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Error::io("cannot read the token file", path, e))?;
-            Some(Token::from_lines(&text)?)
-        }
+        Some(path) => Some(Token::from_lines(&read_token_file(path)?)?),
         None => crate::config::mcp_token_from_env()
             .map(|t| Token::new(&t))
             .transpose()?,

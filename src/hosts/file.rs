@@ -109,11 +109,22 @@ async fn take_state_lock(path: &Path) -> Result<HeldLock, StoreError> {
     }
 }
 
+/// Creates `dir` and its missing parents readable by their owner only (`0700`): what lives
+/// under the state directory (host state, readers' marks, the names of token scopes) is the
+/// user's own. A directory that already exists keeps its mode.
+pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 impl FileStore {
     /// The store in `dir`, created if needed; fails when it cannot be written (a read-only
     /// cache directory). `skew_ms` moves the wall clock it stamps (a test knob).
     pub(crate) fn open(dir: &Path, skew_ms: i64) -> Result<FileStore, StoreError> {
-        fs::create_dir_all(dir).map_err(io("cannot create", dir))?;
+        private_dir(dir).map_err(io("cannot create", dir))?;
         crate::lockfile::open(&dir.join(".probe.lock"))
             .map_err(io("cannot open the lock file", dir))?;
         Ok(FileStore {

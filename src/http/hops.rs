@@ -37,7 +37,8 @@ impl Client {
         loop {
             let key = self.check_hop(&url, &chain, req).await?;
             // What this hop sends beyond the request: its own rule's, and nobody else's.
-            let plan = super::site::plan(&self.inner.settings, &url, &first, creds.as_ref())?;
+            let plan =
+                super::site::plan(&self.inner.settings, &url, &first, &chain, creds.as_ref())?;
             let permits = plan
                 .rule
                 .and_then(|r| r.host_concurrency)

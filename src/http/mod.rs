@@ -292,7 +292,7 @@ impl Client {
     pub(crate) fn credential_id(&self, url: &Url) -> Option<String> {
         use sha2::Digest;
         let (bare, creds) = crate::redact::split_userinfo(url);
-        let plan = site::plan(&self.inner.settings, &bare, &bare, creds.as_ref()).ok()?;
+        let plan = site::plan(&self.inner.settings, &bare, &bare, &[], creds.as_ref()).ok()?;
         plan.credentials.as_ref()?;
         let mut h = sha2::Sha256::new();
         h.update(b"rss credentials\0");

@@ -18,6 +18,9 @@ pub fn result<T: Serialize>(summary: String, out: &T, failed: bool) -> CallToolR
     let mut v = compact_value(out);
     advise_all(&mut v);
     let json = serde_json::to_string(&v).unwrap_or_default();
+    // A summary may quote what the caller gave (a site URL with its password): masked here,
+    // once for every tool, as the JSON beside it already is.
+    let summary = crate::redact::text(&summary).into_owned();
     let blocks = vec![ContentBlock::text(summary), ContentBlock::text(json)];
     let mut r = if failed {
         CallToolResult::error(blocks)

@@ -288,6 +288,28 @@ const SYNONYMS: &[(&str, &[&str])] = &[
 
 /// The argument of `known` that `name` most likely means: a known synonym, else the most
 /// similar name (by Jaro-Winkler, when it is close).
+/// Whether `name` asks for what only the server's owner sets (headers, credentials, a
+/// proxy, a User-Agent): no tool takes it, and no other argument is "nearest" to it.
+fn owner_only(name: &str) -> bool {
+    let n = name.to_ascii_lowercase().replace(['-', ' '], "_");
+    const WORDS: &[&str] = &[
+        "header",
+        "cookie",
+        "proxy",
+        "user_agent",
+        "useragent",
+        "auth",
+        "credential",
+        "password",
+        "token",
+        "bearer",
+        "api_key",
+        "apikey",
+        "secret",
+    ];
+    n != "delivery_token" && WORDS.iter().any(|w| n.contains(w))
+}
+
 pub fn nearest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
     let lower = name.to_ascii_lowercase();
     if let Some(k) = known.iter().find(|k| k.eq_ignore_ascii_case(&lower)) {
@@ -301,7 +323,9 @@ pub fn nearest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
     known
         .iter()
         .map(|k| (strsim::jaro_winkler(&lower, k), *k))
-        .filter(|(score, _)| *score >= 0.8)
+        // Close enough to be a misspelling: `contentformat`, `max_content_char`; not
+        // `headers` for `reader`.
+        .filter(|(score, _)| *score >= 0.86)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, k)| k)
 }
@@ -326,9 +350,15 @@ pub fn parse<T: DeserializeOwned + JsonSchema>(tool: &str, args: Value) -> Resul
         && let Some(unknown) = map.keys().find(|k| !names.contains(&k.as_str()))
     {
         let shown = crate::error::echo(unknown);
-        let guess = match nearest(unknown, &names) {
-            Some(k) => format!("; did you mean `{k}`?"),
-            None => String::new(),
+        let guess = if owner_only(unknown) {
+            "; headers, credentials, cookies, a proxy and the User-Agent are the server \
+             owner's settings (its config file), never a call's"
+                .to_owned()
+        } else {
+            match nearest(unknown, &names) {
+                Some(k) => format!("; did you mean `{k}`?"),
+                None => String::new(),
+            }
         };
         return Err(Error::usage(format!(
             "{tool} takes no argument `{shown}`{guess} (it takes {})",
@@ -385,5 +415,29 @@ mod tests {
         assert_eq!(nearest("feed", &["feed_url", "id"]), Some("feed_url"));
         assert_eq!(nearest("url", &["site_url"]), Some("site_url"));
         assert_eq!(nearest("zzzzzz", &known), None);
+        assert_eq!(
+            nearest("max_content_char", &known),
+            Some("max_content_chars")
+        );
+        // Not a misspelling of anything a tool takes.
+        assert_eq!(nearest("headers", &["reader", "unseen"]), None);
+        assert_eq!(nearest("user_agent", &["reader", "unseen"]), None);
+        for asked in [
+            "headers",
+            "User-Agent",
+            "proxy",
+            "cookies",
+            "api_key",
+            "auth",
+        ] {
+            let m = parse::<FetchFeedArgs>(
+                "fetch_feed",
+                serde_json::json!({"url": "http://x/", asked: "v"}),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(m.contains("server owner's settings"), "{m}");
+            assert!(!m.contains("did you mean"), "{m}");
+        }
     }
 }

@@ -107,7 +107,7 @@ impl Server {
         .with_policy(a.cache_policy.unwrap_or_default());
         let mut opts = request.options()?;
         let reader = request.reader_request(super::reader_scope(context))?;
-        let fingerprint = ops::pages::fingerprint(&urls, &request);
+        let fingerprint = ops::pages::fingerprint(&self.ctx.cursor_key, &urls, &request);
         let start = match &a.cursor {
             None => ops::pages::Start::default(),
             Some(c) => {

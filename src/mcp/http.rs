@@ -178,6 +178,10 @@ struct Guard {
     token: Option<Token>,
     sessions: Arc<LocalSessionManager>,
     max_sessions: usize,
+    /// With a token: which token's scope opened each session. A session is used, read and
+    /// closed only with the token that opened it; another valid token is told it does not
+    /// exist, as rmcp tells an unknown one.
+    owners: Arc<std::sync::Mutex<std::collections::HashMap<String, crate::ops::Scope>>>,
 }
 
 /// Serves until `shutdown` resolves, then stops accepting, cancels every session (and so
@@ -218,6 +222,7 @@ pub async fn serve(
         token: opts.token.clone(),
         sessions,
         max_sessions: opts.max_sessions,
+        owners: Arc::default(),
     };
     let app = Router::new()
         .nest_service("/mcp", mcp)
@@ -257,24 +262,46 @@ async fn check_request(State(guard): State<Guard>, mut req: Request, next: Next)
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| bearer(v.as_bytes()));
-        match given.and_then(|t| token.matches(t)) {
-            // Readers are named within the token's scope: one client never meets another's.
-            Some(scope) => {
-                req.extensions_mut().insert(ReaderScope(scope));
+        let Some(scope) = given.and_then(|t| token.matches(t)) else {
+            return refuse(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+        };
+        // Readers are named within the token's scope: one client never meets another's.
+        req.extensions_mut().insert(ReaderScope(scope.clone()));
+        match req
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
+            Some(session) => {
+                let owned = lock(&guard.owners).get(session) == Some(&scope);
+                if !owned {
+                    return refuse(StatusCode::NOT_FOUND, "session not found");
+                }
             }
-            None => return refuse(StatusCode::UNAUTHORIZED, "a valid bearer token is required"),
+            None if req.method() == Method::POST => {
+                if guard.sessions.sessions.read().await.len() >= guard.max_sessions {
+                    return too_many_sessions();
+                }
+                let response = next.run(req).await;
+                if let Some(id) = response
+                    .headers()
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok())
+                {
+                    let live = guard.sessions.sessions.read().await;
+                    let mut owners = lock(&guard.owners);
+                    owners.retain(|k, _| live.contains_key(k.as_str()));
+                    owners.insert(id.to_owned(), scope);
+                }
+                return response;
+            }
+            None => {}
         }
     }
     let opens_session =
         req.method() == Method::POST && !req.headers().contains_key("mcp-session-id");
     if opens_session && guard.sessions.sessions.read().await.len() >= guard.max_sessions {
-        let mut r = refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "too many open sessions; close one or try again later",
-        );
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-        return r;
+        return too_many_sessions();
     }
     match req
         .headers()
@@ -287,6 +314,22 @@ async fn check_request(State(guard): State<Guard>, mut req: Request, next: Next)
         }
         _ => next.run(req).await,
     }
+}
+
+/// The owners map, whatever a panicking holder left (it holds no invariant across entries).
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `503` with `Retry-After` for a session past the cap.
+fn too_many_sessions() -> Response {
+    let mut r = refuse(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too many open sessions; close one or try again later",
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    r
 }
 
 /// Runs a request of a session; when it is a call whose answer stream the client drops

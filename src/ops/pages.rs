@@ -127,8 +127,10 @@ impl Start {
 
 /// A fingerprint of what a paged call asked for (its inputs and every option that changes
 /// its items), so a cursor is refused by a call that asks for something else. The cache
-/// policy and the token budget may change between pages.
-pub fn fingerprint(urls: &[String], req: &FetchRequest) -> String {
+/// policy and the token budget may change between pages. Keyed by the server's cursor key:
+/// a URL's password is among the inputs, and a plain digest of it, readable in the cursor,
+/// could be guessed offline.
+pub fn fingerprint(key: &CursorKey, urls: &[String], req: &FetchRequest) -> String {
     let asked = serde_json::json!({
         "urls": urls,
         "since": req.since,
@@ -142,7 +144,7 @@ pub fn fingerprint(urls: &[String], req: &FetchRequest) -> String {
         "reader": req.reader,
         "unseen": req.unseen,
     });
-    hex::encode(&Sha256::digest(asked.to_string().as_bytes())[..8])
+    hex::encode(&key.tag(&asked.to_string())[..8])
 }
 
 fn unix_now() -> u64 {
@@ -546,22 +548,26 @@ mod tests {
 
     #[test]
     fn the_fingerprint_follows_what_changes_the_items() {
+        let key = CursorKey::default();
         let urls = vec!["https://a.example/feed".to_owned()];
         let base = FetchRequest::default();
-        let f = fingerprint(&urls, &base);
+        let f = fingerprint(&key, &urls, &base);
         let refresh = FetchRequest {
             refresh: true,
             ..FetchRequest::default()
         };
-        assert_eq!(fingerprint(&urls, &refresh), f);
+        assert_eq!(fingerprint(&key, &urls, &refresh), f);
         let limited = FetchRequest {
             limit: Some(3),
             ..FetchRequest::default()
         };
-        assert_ne!(fingerprint(&urls, &limited), f);
+        assert_ne!(fingerprint(&key, &urls, &limited), f);
         assert_ne!(
-            fingerprint(&["https://b.example/feed".to_owned()], &base),
+            fingerprint(&key, &["https://b.example/feed".to_owned()], &base),
             f
         );
+        // Keyed: another server (another key) fingerprints the same call otherwise, so a
+        // password among the URLs cannot be guessed from a cursor.
+        assert_ne!(fingerprint(&CursorKey::default(), &urls, &base), f);
     }
 }

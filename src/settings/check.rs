@@ -36,9 +36,13 @@ const CREDENTIAL_WORDS: &[&str] = &[
     "token",
     "secret",
     "password",
-    "api-key",
-    "apikey",
+    "key",
     "auth",
+    "bearer",
+    "credential",
+    "session",
+    "signature",
+    "jwt",
 ];
 
 /// Refuses an inline secret (`password`, `token` or `bearer` with a value).
@@ -285,7 +289,9 @@ fn headers(
         }
         let source = match value.get_ref() {
             file::HeaderSpec::Plain(v) => {
-                if CREDENTIAL_WORDS.iter().any(|w| lower.contains(w)) {
+                // `Api_Key` is `api-key` to a server that folds underscores.
+                let words = lower.replace('_', "-");
+                if CREDENTIAL_WORDS.iter().any(|w| words.contains(w)) {
                     return Err(src.at(
                         &value,
                         format!(

@@ -132,8 +132,8 @@ impl Settings {
         let Some(path) = &file.path else {
             return Ok(Settings::default());
         };
-        let opened = match std::fs::File::open(path) {
-            Ok(f) => f,
+        let opened = match crate::local::open_regular(path) {
+            Ok((f, _)) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !file.explicit => {
                 return Ok(Settings::default());
             }
@@ -180,11 +180,23 @@ impl Settings {
             .map_err(|e| src.error(e.span().map(|s| s.start), without_values(e.message())))?;
         let defaults = check::defaults(&src, parsed.defaults)?;
         let mut rules: Vec<Rule> = Vec::with_capacity(parsed.site.len());
+        // Each rule's line counted on from the last one's, and its matcher looked up rather
+        // than compared with every earlier rule: a file of many rules is read in linear time.
+        let mut seen: std::collections::HashMap<rule::Matcher, usize> =
+            std::collections::HashMap::with_capacity(rules.capacity());
+        let (mut counted_to, mut line) = (0usize, 1usize);
         for (i, spanned) in parsed.site.into_iter().enumerate() {
-            let line = src.line_of(&spanned);
             let start = spanned.span().start;
+            if let Some(between) = text.get(counted_to..start) {
+                line += between.bytes().filter(|&b| b == b'\n').count();
+                counted_to = start;
+            } else {
+                line = src.line_of(&spanned);
+                counted_to = start;
+            }
             let r = check::rule(&src, i + 1, line, start, spanned.into_inner(), env)?;
-            if let Some(same) = rules.iter().find(|o| o.matcher == r.matcher) {
+            if let Some(&same) = seen.get(&r.matcher) {
+                let same = &rules[same];
                 return Err(src.error(
                     Some(start),
                     format!(
@@ -193,6 +205,7 @@ impl Settings {
                     ),
                 ));
             }
+            seen.insert(r.matcher.clone(), rules.len());
             rules.push(r);
         }
         Ok(Settings {

@@ -9,7 +9,7 @@ use super::secret::SecretSlot;
 use crate::config::KeyMode;
 
 /// What a rule matches.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Matcher {
     /// URLs starting with this (a parsed http(s) URL, so scheme and host are normalised
     /// and the path has at least `/`: `https://example.com` never matches
@@ -26,6 +26,17 @@ pub enum Matcher {
     Site(String),
 }
 
+/// Whether `url` starts with `prefix` at a boundary: a prefix that ends a path segment, a
+/// query or a parameter (`/`, `?`, `&`, `=`) matches whatever follows; any other must be
+/// followed by the end, `/`, `?` or `#` (`…/private` is `…/private/x`, never
+/// `…/private-evil/`).
+fn prefix_matches(prefix: &str, url: &str) -> bool {
+    let Some(rest) = url.strip_prefix(prefix) else {
+        return false;
+    };
+    prefix.ends_with(['/', '?', '&', '=']) || rest.is_empty() || rest.starts_with(['/', '?', '#'])
+}
+
 impl Matcher {
     /// Whether `url` (its credentials set aside) is one this rule is for.
     pub fn matches(&self, url: &Url) -> bool {
@@ -36,12 +47,9 @@ impl Matcher {
         match self {
             Matcher::UrlPrefix(prefix) => {
                 if url.username().is_empty() && url.password().is_none() {
-                    url.as_str().starts_with(prefix.as_str())
+                    prefix_matches(prefix, url.as_str())
                 } else {
-                    crate::redact::split_userinfo(url)
-                        .0
-                        .as_str()
-                        .starts_with(prefix.as_str())
+                    prefix_matches(prefix, crate::redact::split_userinfo(url).0.as_str())
                 }
             }
             Matcher::Host { host: h, port } => {
@@ -225,6 +233,15 @@ mod tests {
         assert!(!prefix.matches(&url("https://example.com/public/feed")));
         assert!(!prefix.matches(&url("http://example.com/private/feed")));
         assert!(!prefix.matches(&url("https://example.com.evil.org/private/")));
+        // Without a closing slash, a prefix still ends at a path segment's boundary.
+        let bare = Matcher::UrlPrefix("https://example.com/private".into());
+        assert!(bare.matches(&url("https://example.com/private")));
+        assert!(bare.matches(&url("https://example.com/private/feed")));
+        assert!(bare.matches(&url("https://example.com/private?x=1")));
+        assert!(!bare.matches(&url("https://example.com/private-evil/feed")));
+        assert!(!bare.matches(&url("https://example.com/privateer.xml")));
+        let query = Matcher::UrlPrefix("https://example.com/feed?list=".into());
+        assert!(query.matches(&url("https://example.com/feed?list=7")));
         let host = Matcher::Host {
             host: "example.com".into(),
             port: None,

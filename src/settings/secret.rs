@@ -41,7 +41,9 @@ pub struct SecretSlot {
 pub(crate) fn load(from: SecretRef, env: &dyn Fn(&str) -> Option<String>) -> SecretSlot {
     let value = match &from {
         SecretRef::Env(name) => match env(name) {
-            None => Err(format!("the environment variable {name} is not set")),
+            None => Err(format!(
+                "the environment variable {name} is not set (or holds what is not UTF-8 text)"
+            )),
             Some(v) => checked(v, &from),
         },
         SecretRef::File(path) => read_file(path).and_then(|v| checked(v, &from)),
@@ -68,13 +70,13 @@ fn checked(raw: String, from: &SecretRef) -> Result<Secret, String> {
 fn read_file(path: &std::path::Path) -> Result<String, String> {
     use std::io::Read;
     let shown = path.display();
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!("{shown} is not a regular file"));
-    }
+    let (file, meta) = crate::local::open_regular(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidInput {
+            format!("{shown} is not a regular file")
+        } else {
+            format!("cannot read {shown}: {e}")
+        }
+    })?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -106,6 +106,10 @@ fn an_inline_secret_is_refused_without_being_repeated() {
         "[[site]]\nhost = \"a.example\"\nbearer = \"hunter2-SECRET\"\n",
         "[[site]]\nhost = \"a.example\"\nheaders = { Authorization = \"Bearer hunter2-SECRET\" }\n",
         "[[site]]\nhost = \"a.example\"\nheaders = { X-Api-Token = \"hunter2-SECRET\" }\n",
+        // Underscores for hyphens, and names that say bearer or key, carry credentials too.
+        "[[site]]\nhost = \"a.example\"\nheaders = { Api_Key = \"hunter2-SECRET\" }\n",
+        "[[site]]\nhost = \"a.example\"\nheaders = { X-Bearer = \"hunter2-SECRET\" }\n",
+        "[[site]]\nhost = \"a.example\"\nheaders = { Ocp-Apim-Subscription-Key = \"hunter2-SECRET\" }\n",
         "[[site]]\nhost = \"a.example\"\nproxy = \"http://u:hunter2-SECRET@proxy:3128\"\n",
         "[defaults]\ngate_store = \"redis://:hunter2-SECRET@redis:6379/0\"\n",
         "[defaults]\nconcurrency = \"hunter2-SECRET\"\n",

@@ -433,3 +433,103 @@ fn bash_completion_offers_fetch_and_the_man_page_names_every_subcommand() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_answers_only_the_token_that_opened_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tokens");
+    std::fs::write(&file, "alpha-tok-1\nbeta-tok-2\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let server = HttpServer::start(&["--token-file", file.to_str().unwrap()]).await;
+    let http = reqwest::Client::new();
+    let init = http
+        .post(&server.url)
+        .header("authorization", "Bearer alpha-tok-1")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(initialize_body())
+        .send()
+        .await
+        .unwrap();
+    assert!(init.status().is_success());
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    drop(init);
+    let send = |method: reqwest::Method, token: &str, body: Option<serde_json::Value>| {
+        let mut req = http
+            .request(method, &server.url)
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18");
+        if let Some(b) = body {
+            req = req.body(b.to_string());
+        }
+        req.send()
+    };
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    // Another valid token is told the session does not exist: it can neither use it nor
+    // close it.
+    let other = send(
+        reqwest::Method::POST,
+        "beta-tok-2",
+        Some(initialized.clone()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(other.status().as_u16(), 404);
+    let closed = send(reqwest::Method::DELETE, "beta-tok-2", None)
+        .await
+        .unwrap();
+    assert_eq!(closed.status().as_u16(), 404);
+    // Its own token goes on using it.
+    let own = send(reqwest::Method::POST, "alpha-tok-1", Some(initialized))
+        .await
+        .unwrap();
+    assert!(own.status().is_success(), "{}", own.status());
+    let tools = send(reqwest::Method::POST, "alpha-tok-1", Some(list))
+        .await
+        .unwrap();
+    assert!(tools.status().is_success());
+    assert!(tools.text().await.unwrap().contains("fetch_feed"));
+    let _ = server;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_file_readable_by_others_or_not_a_file_is_refused_at_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open");
+    std::fs::write(&open, "tok-1\n").unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for (file, says) in [
+        (&open, "readable by other users"),
+        (&fifo, "not a regular file"),
+    ] {
+        let mut child = rss_std(dir.path())
+            .args(["mcp", "--http", "127.0.0.1:0", "--token-file"])
+            .arg(file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A FIFO with no writer was waited on for ever.
+        let (code, _) = exit_within(&mut child, Duration::from_secs(30));
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_ne!(code, Some(0), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+}

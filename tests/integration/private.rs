@@ -598,3 +598,98 @@ async fn a_rule_whose_secret_cannot_be_read_sends_nothing_and_says_why() {
     assert_eq!(check.status.code(), Some(2));
     assert!(check.stdout.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_server_logging_at_debug_shows_no_url_password_in_logs_or_summaries() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::TokioChildProcess;
+    let origin = private_origin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stderr.log");
+    let mut cmd = rss_tokio();
+    cmd.args(["mcp", "--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .env("RSS_STATE_DIR", dir.path().join("state"))
+        // rmcp logs every call's arguments at debug level.
+        .env("RUST_LOG", "trace");
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.expect("the server initializes");
+    let url = format!("http://me:{SECRET}@{}/feed.xml", origin.addr);
+    let mut shown = String::new();
+    for (tool, args) in [
+        ("fetch_feed", json!({ "url": url })),
+        ("discover_feeds", json!({ "site_url": url })),
+    ] {
+        let r = client
+            .call_tool(
+                rmcp::model::CallToolRequestParams::new(tool)
+                    .with_arguments(args.as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("me:***@"), "{tool}: {text}");
+        shown.push_str(&text);
+    }
+    client.cancel().await.unwrap();
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(!logged.is_empty(), "trace logging wrote nothing");
+    for (what, text) in [("results", &shown), ("the log", &logged)] {
+        assert!(!text.contains(SECRET), "{what} hold the password");
+    }
+    assert_eq!(origin.count(), 2);
+}
+
+#[test]
+fn a_fifo_as_the_config_file_or_a_secret_file_is_refused_at_once() {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let cfg = ConfigDir::new(&format!(
+        "[[site]]\nhost = \"127.0.0.1:9\"\nheaders = {{ \"X-Api-Key\" = {{ file = \"{}\" }} }}\n",
+        fifo.display()
+    ));
+    // Nothing ever writes to the FIFO: an open that waited for a writer never returned.
+    for (config, args, says) in [
+        (&fifo, &["config", "check"][..], "not a regular file"),
+        (&cfg.path(), &["config", "check"][..], "not a regular file"),
+        (
+            &cfg.path(),
+            &["fetch", "http://127.0.0.1:9/feed"][..],
+            "not a regular file",
+        ),
+    ] {
+        let mut child = rss_std(dir.path())
+            .arg("--config")
+            .arg(config)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (code, _) = exit_within(&mut child, Duration::from_secs(30));
+        let mut said = String::new();
+        for stream in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let mut s = String::new();
+            let mut stream = stream;
+            stream.read_to_string(&mut s).unwrap();
+            said.push_str(&s);
+        }
+        assert_ne!(code, Some(0), "{args:?}: {said}");
+        assert!(said.contains(says), "{args:?}: {said}");
+    }
+}

@@ -262,6 +262,9 @@ async fn two_bearer_tokens_with_one_reader_name_are_two_readers() {
         "# one token per agent\nalpha-7f3c91\n\n   beta-1d2e4a  \n",
     )
     .unwrap();
+    // A token file readable by others is refused: the owner's alone.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let (_server, url) = http_server(&d, &file).await;
     let alpha = http_client(&url, "alpha-7f3c91").await;
     let beta = http_client(&url, "beta-1d2e4a").await;

@@ -46,7 +46,7 @@ fn read(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
 
 /// Writes `bytes` to a new temporary file in `dir` (readable by its owner only).
 fn temp_with(dir: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile, StoreError> {
-    fs::create_dir_all(dir).map_err(io("cannot create", dir))?;
+    crate::hosts::file::private_dir(dir).map_err(io("cannot create", dir))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .map_err(io("cannot create a temporary file in", dir))?;
     tmp.write_all(bytes)
@@ -82,7 +82,7 @@ impl FileRecords {
 
     async fn update_now(&self, key: &RecordKey, f: &RecordUpdate<'_>) -> Result<(), StoreError> {
         let (dir, name) = self.place(key);
-        fs::create_dir_all(&dir).map_err(io("cannot create", &dir))?;
+        crate::hosts::file::private_dir(&dir).map_err(io("cannot create", &dir))?;
         let lock_path = dir.join(format!("{name}.lock"));
         let _held = match HeldLock::take(&lock_path, LOCK_WAIT).await {
             Ok(Some(held)) => held,

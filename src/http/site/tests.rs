@@ -73,7 +73,10 @@ impl Gen {
                 p.https == u.https
                     && p.host == u.host
                     && p.port() == u.port()
-                    && u.path.starts_with(p.path)
+                    && u.path.strip_prefix(p.path).is_some_and(|rest| {
+                        // A prefix ends at a segment: `/p` is `/p` and `/p/q`, not `/pq`.
+                        p.path.ends_with('/') || rest.is_empty() || rest.starts_with('/')
+                    })
             }
             Gen::Host(h, port) => *h == u.host && port.is_none_or(|p| p == u.port()),
             Gen::Site(s) => u.host == *s || u.host.ends_with(&format!(".{s}")),
@@ -166,10 +169,13 @@ proptest! {
             "Basic {}",
             base64::engine::general_purpose::STANDARD.encode("me:URLPASS-SECRET")
         );
-        for hop in &chain {
+        let mut earlier: Vec<Url> = Vec::new();
+        for (i, hop) in chain.iter().enumerate() {
             let url = Url::parse(&hop.url()).unwrap();
-            let plan = plan(&s, &url, &first, creds.as_ref()).unwrap();
-            let downgraded = chain[0].https && !hop.https;
+            let plan = plan(&s, &url, &first, &earlier, creds.as_ref()).unwrap();
+            // Plain http after any https hop of the chain (not only the first) is a downgrade.
+            let downgraded = !hop.https && chain[..i].iter().any(|h| h.https);
+            earlier.push(url);
             let same_origin = chain[0].https == hop.https
                 && chain[0].host == hop.host
                 && chain[0].port() == hop.port();
