@@ -43,6 +43,9 @@ pub(crate) struct Tokenizer<'a> {
     cdata_is_comment: bool,
     /// Where the last tag returned starts (its `<`).
     tag_start: usize,
+    /// Comments, declarations and bogus comments passed over so far (each a node a tree
+    /// builder builds).
+    skipped: usize,
 }
 
 impl<'a> Tokenizer<'a> {
@@ -54,7 +57,13 @@ impl<'a> Tokenizer<'a> {
             pending_raw: None,
             cdata_is_comment: false,
             tag_start: 0,
+            skipped: 0,
         }
+    }
+
+    /// How many comments, declarations and bogus comments were passed over so far.
+    pub fn skipped(&self) -> usize {
+        self.skipped
     }
 
     /// Where the last start or end tag returned starts in the source (its `<`).
@@ -205,6 +214,7 @@ impl<'a> Iterator for Tokenizer<'a> {
             let next = bytes.get(lt + 1).copied();
             if src[lt..].starts_with("<!--") {
                 self.pos = comment_end(src, lt + 4);
+                self.skipped += 1;
                 continue;
             }
             if matches!(next, Some(b'!') | Some(b'?')) {
@@ -218,6 +228,7 @@ impl<'a> Iterator for Tokenizer<'a> {
                     return Some(Token::Text(body));
                 }
                 self.pos = src[lt..].find('>').map_or(src.len(), |e| lt + e + 1);
+                self.skipped += 1;
                 continue;
             }
             let is_end = next == Some(b'/');
@@ -225,6 +236,7 @@ impl<'a> Iterator for Tokenizer<'a> {
                 // `</>` is nothing; `</` before anything else but a letter is a bogus comment
                 // up to the next `>`, as an HTML tokenizer reads it.
                 self.pos = src[lt..].find('>').map_or(src.len(), |e| lt + e + 1);
+                self.skipped += 1;
                 continue;
             }
             let name_start = lt + if is_end { 2 } else { 1 };

@@ -57,6 +57,8 @@ pub(crate) mod readers;
 pub mod redact;
 pub(crate) mod schedule;
 pub mod settings;
+pub(crate) mod shape;
+pub(crate) mod stop;
 pub(crate) mod text;
 pub(crate) mod urls;
 
@@ -127,13 +129,12 @@ pub mod internals {
     /// target's check against [`SHAPED_DEPTH_ALLOWED`]).
     pub fn shaped_depth(html: &str) -> usize {
         let stop = crate::article::Stop::never();
-        crate::article::shape::bounded(html, &stop)
-            .map_or(0, |s| crate::article::shape::tree_depth(&s))
+        crate::shape::bounded(html, &stop).map_or(0, |s| crate::shape::tree_depth(&s))
     }
 
     /// The deepest a tree builder may nest what the extractors read.
     pub const SHAPED_DEPTH_ALLOWED: usize =
-        crate::article::shape::tree_builder_allowance(crate::article::shape::MAX_DEPTH);
+        crate::shape::tree_builder_allowance(crate::shape::MAX_DEPTH);
 
     /// A page's article metadata as `rss article` prints it (the extraction benchmark's
     /// metadata check): title, authors, published, site name, language, lead image.

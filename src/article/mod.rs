@@ -11,9 +11,9 @@ mod extract;
 mod meta;
 pub(crate) use meta::PageMeta;
 pub(crate) mod robots;
-pub(crate) mod shape;
-mod stop;
-pub(crate) use stop::{EXTRACTION_BUDGET, Stop, Stopped};
+pub(crate) use crate::stop::{EXTRACTION_BUDGET, Stop, Stopped};
+#[cfg(test)]
+pub(crate) use extract::CHECKED_MAX_COST;
 
 use sha2::{Digest, Sha256};
 use url::Url;
@@ -298,9 +298,10 @@ pub(crate) fn read(
     let meta = meta::read(&html, final_url);
     let base = meta.base.clone().unwrap_or_else(|| final_url.clone());
     check()?;
-    let shaped = shape::bounded(&html, stop).map_err(|s| cut(final_url, s, started))?;
+    let (shaped, cost) =
+        crate::shape::measured(&html, stop).map_err(|s| cut(final_url, s, started))?;
     let (found, readerable) =
-        extract::extract(&shaped, &base, stop).map_err(|s| cut(final_url, s, started))?;
+        extract::extract(&shaped, cost, &base, stop).map_err(|s| cut(final_url, s, started))?;
     drop(shaped);
     check()?;
     let no_article = |title: Option<String>| Error::NoReadableContent {

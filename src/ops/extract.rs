@@ -17,7 +17,7 @@ use crate::error::{Error, ExtractionCut, Result};
 pub(crate) const PAGES_IN_FLIGHT: usize = 8;
 
 /// Each page thread's stack: a page reaches the extractors nested at most
-/// `article::shape::MAX_DEPTH` deep (a tree builder may add up to three levels for each),
+/// `shape::MAX_DEPTH` deep (a tree builder may add up to three levels for each),
 /// and the extractors' recursion takes well under this at that depth.
 const PAGE_THREAD_STACK: usize = 64 << 20;
 

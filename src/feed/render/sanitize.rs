@@ -214,7 +214,33 @@ pub(crate) fn sanitize_html(html: &str, base: Option<&Url>) -> String {
             Some(b) => UrlRelative::RewriteWithBase(b.clone()),
             None => UrlRelative::Deny,
         });
-    let out = b.clean(&unlazy(html)).to_string();
+    // The sanitizer builds a tree: a body nested past the shape bounds (200,000 `<div>` in
+    // one description) is written again within them first, its text kept.
+    let shaped =
+        crate::shape::bounded(html, &crate::stop::Stop::never()).unwrap_or(Cow::Borrowed(html));
+    let out = b.clean(&unlazy(&shaped)).to_string();
     debug_assert!(!out.contains("<script"));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn issue_27_a_body_nested_past_the_bounds_is_sanitized_within_them() {
+        // 200,000 nested `<div>` took the sanitizer's tree builder minutes; 20,000 show the
+        // depth that reaches it.
+        for open in ["<div>", "<ul><li>", "<blockquote>"] {
+            let html = format!("{}hello at the bottom", open.repeat(20_000));
+            let out = super::sanitize_html(&html, None);
+            assert!(out.contains("hello at the bottom"), "{open}");
+            let depth = crate::shape::tree_depth(&out);
+            assert!(
+                depth <= crate::shape::tree_builder_allowance(crate::shape::MAX_DEPTH),
+                "{open}: {depth}"
+            );
+        }
+        // An ordinary body is sanitized as it is.
+        let plain = "<p>one <b>two</b></p><ul><li>three</li></ul>";
+        assert_eq!(super::sanitize_html(plain, None), plain);
+    }
 }

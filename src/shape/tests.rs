@@ -234,3 +234,48 @@ proptest! {
         prop_assert!(depth <= allowed(limits.depth), "{depth} deep: {html}");
     }
 }
+
+#[test]
+fn issue_27_comments_count_against_the_element_budget_and_a_rewrite_leaves_them_out() {
+    // A million `<?>` made a million comment nodes (1.1 GB in the extractors).
+    for junk in ["<?>", "<!---->", "<!x>", "</ >"] {
+        let page = format!(
+            "<html><body>{}<p>the text stays</p></body></html>",
+            junk.repeat(MAX_ELEMENTS + 10)
+        );
+        let out = shaped(&page);
+        assert!(matches!(out, Cow::Owned(_)), "{junk} was not rewritten");
+        assert!(tree_size(&out) < 100, "{junk}: {} nodes", tree_size(&out));
+        assert!(out.contains("the text stays"));
+    }
+    let few = format!("<p>a</p>{}<p>b</p>", "<!-- note -->".repeat(100));
+    assert!(matches!(shaped(&few), Cow::Borrowed(_)));
+}
+
+#[test]
+fn issue_27_formatting_reopened_for_every_paragraph_is_priced_past_the_checked_cost() {
+    // 120 formatting elements over 50,000 paragraphs: a tree whose every paragraph sits
+    // 120 deep. trafilatura took 1.2 GB on it; the nesting cost says to leave it out.
+    let page = format!(
+        "<html><body>{}{}",
+        "<b><i><u><s><font><em><strong><tt><big><small><code><nobr>".repeat(10),
+        "<p>word ".repeat(50_000)
+    );
+    let (out, cost) = measured(&page, &Stop::never()).unwrap();
+    assert!(cost > crate::article::CHECKED_MAX_COST, "{cost}");
+    assert!(tree_size(&out) <= 4 * MAX_ELEMENTS, "{}", tree_size(&out));
+    // Ordinary pages cost a small share of it.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/articles");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "html") {
+            let html = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+            let (_, cost) = measured(&html, &Stop::never()).unwrap();
+            assert!(
+                cost < crate::article::CHECKED_MAX_COST / 10,
+                "{}: {cost}",
+                path.display()
+            );
+        }
+    }
+}

@@ -14,8 +14,8 @@
 
 use std::borrow::Cow;
 
-use super::stop::{Stop, Stopped};
 use crate::html::{Token, Tokenizer};
+use crate::stop::{Stop, Stopped};
 
 /// The deepest nesting of elements extraction reads; the tags of deeper elements are left
 /// out (their text is kept). Pages people read nest 20–60 deep; the extractors' work grows
@@ -76,11 +76,29 @@ pub(crate) fn bounded_by<'a>(
     limits: &Limits,
     stop: &Stop,
 ) -> Result<Cow<'a, str>, Stopped> {
-    if within_bounds(html, limits, stop)? {
-        Ok(Cow::Borrowed(html))
-    } else {
-        rewrite(html, limits, stop).map(Cow::Owned)
+    measured_by(html, limits, stop).map(|(page, _)| page)
+}
+
+/// [`bounded`], and the page's nesting cost as it reaches the extractors: the sum over its
+/// elements of how deep each sits (what work that walks or copies every element's
+/// ancestors, or every subtree, grows with).
+pub(crate) fn measured<'a>(html: &'a str, stop: &Stop) -> Result<(Cow<'a, str>, u64), Stopped> {
+    measured_by(html, &LIMITS, stop)
+}
+
+fn measured_by<'a>(
+    html: &'a str,
+    limits: &Limits,
+    stop: &Stop,
+) -> Result<(Cow<'a, str>, u64), Stopped> {
+    if let Some(cost) = within_bounds(html, limits, stop)? {
+        return Ok((Cow::Borrowed(html), cost));
     }
+    let page = rewrite(html, limits, stop)?;
+    // The rewritten page counted as it will be read (within the bounds by construction;
+    // were it not, it is counted as past any budget).
+    let cost = within_bounds(&page, limits, stop)?.unwrap_or(u64::MAX);
+    Ok((Cow::Owned(page), cost))
 }
 
 /// How deep a tree builder may nest a page whose shape was counted `depth` deep: up to
@@ -106,6 +124,24 @@ pub(crate) fn tree_depth(html: &str) -> usize {
         }
     }
     deepest
+}
+
+/// How many nodes (elements, comments, text) a tree builder builds of `html`, counted
+/// without recursion: what checks of the bounds measure, beside [`tree_depth`].
+#[cfg(test)]
+pub(crate) fn tree_size(html: &str) -> usize {
+    let doc = dom_query::Document::from(html);
+    let mut nodes = 0;
+    let mut stack = vec![doc.root()];
+    while let Some(node) = stack.pop() {
+        nodes += 1;
+        let mut child = node.first_child();
+        while let Some(c) = child {
+            stack.push(c);
+            child = c.next_sibling();
+        }
+    }
+    nodes
 }
 
 /// Elements with no content and no end tag, as a tree builder reads them.
@@ -283,10 +319,12 @@ fn closes_its_twin(name: &str) -> bool {
 /// again), which [`MAX_DEPTH`] allows for. Where what a tree builder does cannot be known
 /// from here (an end tag that is not the current element's inside SVG or MathML), the rest
 /// of the page is read in the way that counts most.
-fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<bool, Stopped> {
+fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<Option<u64>, Stopped> {
     let mut tokens = Tokenizer::new(html);
     let mut stack: Vec<Open<'_>> = Vec::new();
     let mut elements = 0usize;
+    // The sum of the depths the counted elements sit at.
+    let mut cost = 0u64;
     // Formatting elements open in the count: a tree builder that closed them implicitly
     // opens them all again before the next text or tag (every one, each time), so each such
     // point may cost that many elements more.
@@ -312,8 +350,13 @@ fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<bool, Stopp
             } => {
                 let name = tag_name(html, from + 1);
                 elements += 1 + formatting;
-                if elements > limits.elements || attrs.len() > limits.attribute_bytes {
-                    return Ok(false);
+                cost += ((1 + formatting) * (stack.len() + 1)) as u64;
+                // Comments and declarations are nodes too: they count against the budget
+                // (a rewrite leaves them out).
+                if elements + tokens.skipped() > limits.elements
+                    || attrs.len() > limits.attribute_bytes
+                {
+                    return Ok(None);
                 }
                 if matches!(name.as_ref(), "html" | "head" | "body") || is_void(&name) {
                     continue;
@@ -339,7 +382,7 @@ fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<bool, Stopp
                     written: true,
                 });
                 if stack.len() > limits.depth {
-                    return Ok(false);
+                    return Ok(None);
                 }
             }
             Token::End(_) => {
@@ -354,19 +397,23 @@ fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<bool, Stopp
             // Raw text (a script, a style) is written out again as it is, not escaped.
             Token::Text(t) => {
                 if t.len() > MAX_TEXT_RUN {
-                    return Ok(false);
+                    return Ok(None);
                 }
                 if formatting > 0 && !t.bytes().all(is_space_byte) {
                     elements += formatting;
+                    cost += (formatting * (stack.len() + 1)) as u64;
                     if elements > limits.elements {
-                        return Ok(false);
+                        return Ok(None);
                     }
                 }
             }
             Token::RawText(_) => {}
         }
     }
-    Ok(true)
+    if elements + tokens.skipped() > limits.elements {
+        return Ok(None);
+    }
+    Ok(Some(cost))
 }
 
 mod rewrite;

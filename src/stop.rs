@@ -71,7 +71,8 @@ impl Stop {
         }
     }
 
-    /// A signal that never stops (tests, fuzzing, benchmarks).
+    /// A signal that never stops (work bounded by its input's shape alone, tests, fuzzing,
+    /// benchmarks).
     pub(crate) fn never() -> Stop {
         Stop {
             cancelled: Arc::new(AtomicBool::new(false)),

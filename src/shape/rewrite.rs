@@ -10,8 +10,8 @@ use super::{
     CHECK_EVERY, Limits, MAX_ATTRIBUTES, MAX_TEXT_RUN, MAX_TRACKED, Mode, Open, content_mode,
     is_raw, is_void, tag_name,
 };
-use crate::article::stop::{Stop, Stopped};
 use crate::html::{Token, Tokenizer};
+use crate::stop::{Stop, Stopped};
 
 /// Appends `text` with every `<` written as `&lt;` (so no text becomes a tag), split into
 /// runs of at most [`MAX_TEXT_RUN`] bytes by `<wbr>` (after a space where one is near).
