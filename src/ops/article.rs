@@ -6,7 +6,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::cached::{CachedGet, Got};
-use super::extract::{Extracting, on_page_thread};
+use super::extract::{CallShare, Extracting, on_page_thread};
 use super::{CacheMode, Context};
 use crate::article;
 use crate::cache::{Entry, Kind};
@@ -168,10 +168,11 @@ pub(crate) async fn read_batch(
             payload: input,
         })
         .collect();
+    let share = CallShare::default();
     run_batch(
         jobs,
         ctx.config.gate.host_concurrency,
-        |input| read_cut(ctx, input, opts, deadline),
+        |input| read_cut(ctx, input, opts, deadline, &share),
         on_progress,
     )
     .await
@@ -185,16 +186,28 @@ pub(crate) async fn read_cut(
     input: Input,
     opts: &ArticleOptions,
     deadline: Instant,
+    share: &CallShare,
 ) -> PageOutcome {
     let extracting = Extracting::default();
     let name = input.feed_url.clone();
-    let fallback = match &input.source {
-        Source::Http(u) => super::deadline::cut_off(ctx, u),
-        _ => Error::internal("a local read outlived the call's deadline"),
+    let page = match &input.source {
+        Source::Http(u) => Some(u.clone()),
+        _ => None,
     };
-    let work = read_one(ctx, input, opts, deadline, &extracting);
+    let work = async {
+        let _place = match share.enter(&extracting, &name, opts.deadline).await {
+            Ok(place) => place,
+            Err(e) => return PageOutcome::failed(&name, &e, opts),
+        };
+        read_one(ctx, input, opts, deadline, &extracting).await
+    };
     super::deadline::within(opts.deadline, work, || {
-        let err = extracting.cut(&name).unwrap_or(fallback);
+        // Read when the deadline comes: a page being read, or waiting behind its call's
+        // other pages, says so; one waiting for its host gets that host's wait.
+        let err = extracting.cut(&name).unwrap_or_else(|| match &page {
+            Some(u) => super::deadline::cut_off(ctx, u),
+            None => Error::internal("a local read outlived the call's deadline"),
+        });
         PageOutcome::failed(&name, &err, opts)
     })
     .await
@@ -414,6 +427,7 @@ pub async fn read_item_article(
         page,
         opts,
         super::deadline::gate_deadline(ctx, opts.deadline),
+        &CallShare::default(),
     )
     .await;
     let warnings = o

@@ -4,7 +4,7 @@
 //! page needs; and a window of pages in flight per process (so a batch of pages holds a
 //! bounded number of bodies in memory, not all of them).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -49,73 +49,145 @@ impl PageWindow {
     }
 }
 
-/// When a page's extraction began, once it has: a call cut then says its page was being
-/// read, not waiting for its host.
+/// When a page's extraction began, once it has, and since when it waits for its call's
+/// share of the window, while it does: a call cut then says its page was being read, or
+/// waited behind its call's other pages, not that its host kept it waiting.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Extracting(Arc<OnceLock<Instant>>);
+pub(crate) struct Extracting(Arc<OnceLock<Instant>>, Arc<Mutex<Option<Instant>>>);
 
 impl Extracting {
-    /// The error of a call cut while the page was being read, if it was.
+    /// The error of a call cut while the page was being read, or while it waited for a
+    /// place among its call's pages, if it was.
     pub(crate) fn cut(&self, url: &str) -> Option<Error> {
-        self.0.get().map(|since| Error::ExtractionTimeout {
+        let (cut_by, since) = match self.0.get() {
+            Some(since) => (ExtractionCut::Call, *since),
+            None => (ExtractionCut::Queue, (*lock(&self.1))?),
+        };
+        Some(Error::ExtractionTimeout {
             url: crate::error::echo(url),
-            cut_by: ExtractionCut::Call,
+            cut_by,
             elapsed: since.elapsed(),
         })
     }
 }
 
-fn pool() -> std::result::Result<&'static rayon::ThreadPool, &'static str> {
-    static POOL: OnceLock<std::result::Result<rayon::ThreadPool, String>> = OnceLock::new();
-    POOL.get_or_init(|| {
-        // One thread per page in flight, whatever the cores: a heavy page shares the CPU
-        // with an ordinary one beside it instead of keeping it waiting for a thread.
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(PAGES_IN_FLIGHT)
-            .stack_size(PAGE_THREAD_STACK)
-            .thread_name(|i| format!("rss-page-{i}"))
-            .build()
-            .map_err(|e| e.to_string())
-    })
-    .as_ref()
-    .map_err(String::as_str)
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Runs `read` (a page's reading, given its stop signal) on a page thread. The stop signal
-/// fires when this future is dropped (the call was cut or went away: the work stops at its
-/// next check) or when the page has used up [`EXTRACTION_BUDGET`] of its thread's CPU time;
-/// a caller waits for the work's own answer at most [`WALL_LIMIT`] once a thread took it.
+/// Pages one call has in flight at most: a call of heavy pages leaves the rest of the
+/// window to other calls, so an ordinary page asked for beside them is read at once.
+pub(crate) const CALL_SHARE: usize = PAGES_IN_FLIGHT - 2;
+
+/// One call's share of the window ([`CALL_SHARE`] places), taken by each of its pages
+/// before anything else and held until the page is read.
+#[derive(Debug, Clone)]
+pub(crate) struct CallShare(Arc<Semaphore>);
+
+impl Default for CallShare {
+    fn default() -> Self {
+        CallShare(Arc::new(Semaphore::new(CALL_SHARE)))
+    }
+}
+
+/// How long before its call's deadline a page still waiting for its call's share gives up:
+/// it answers then, before the deadline drops the call's other pages (whose places, freed
+/// at that instant, would let it in with no time left to use them).
+const QUEUE_MARGIN: Duration = Duration::from_millis(200);
+
+impl CallShare {
+    /// A place in the call's share, waited for until shortly before `deadline`; while it
+    /// waits, `extracting` says so. `Err`: the call's time ran out first (an
+    /// `EXTRACTION_TIMEOUT` with `cut_by: "queue"`).
+    pub(crate) async fn enter(
+        &self,
+        extracting: &Extracting,
+        url: &str,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<OwnedSemaphorePermit> {
+        if let Ok(place) = self.0.clone().try_acquire_owned() {
+            return Ok(place);
+        }
+        *lock(&extracting.1) = Some(Instant::now());
+        let acquire = self.0.clone().acquire_owned();
+        let place = match deadline {
+            None => acquire.await.ok(),
+            Some(d) => {
+                let until = d
+                    .checked_sub(QUEUE_MARGIN)
+                    .unwrap_or_else(tokio::time::Instant::now);
+                match tokio::time::timeout_at(until, acquire).await {
+                    Ok(place) => place.ok(),
+                    Err(_) => {
+                        return Err(extracting
+                            .cut(url)
+                            .unwrap_or_else(|| Error::internal("a queued page lost its place")));
+                    }
+                }
+            }
+        };
+        *lock(&extracting.1) = None;
+        place.ok_or_else(|| Error::internal("the call's share of pages closed"))
+    }
+}
+
+/// Page threads alive at once, those of calls that went away (stopping at their next
+/// check) included: past it, a page waits for one to end.
+pub(crate) const LIVE_PAGE_THREADS: usize = 4 * PAGES_IN_FLIGHT;
+
+/// The places for page threads.
+fn live_threads() -> &'static Arc<Semaphore> {
+    static LIVE: OnceLock<Arc<Semaphore>> = OnceLock::new();
+    LIVE.get_or_init(|| Arc::new(Semaphore::new(LIVE_PAGE_THREADS)))
+}
+
+/// Runs `read` (a page's reading, given its stop signal) on a thread of its own. The stop
+/// signal fires when this future is dropped (the call was cut or went away: the work stops
+/// at its next check) or when the page has used up [`EXTRACTION_BUDGET`] of its thread's
+/// CPU time; a caller waits for the work's own answer at most [`WALL_LIMIT`] once its thread
+/// started. A thread per page, not a pool: a page whose call went away, still running to
+/// its next check, never keeps a new page waiting for a thread.
 pub(crate) async fn on_page_thread<T: Send + 'static>(
     url: &url::Url,
     extracting: &Extracting,
     read: impl FnOnce(&Stop) -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    let pool = pool().map_err(|e| Error::internal(format!("no page threads: {e}")))?;
+    let live = live_threads()
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| Error::internal("the page threads closed"))?;
     let (stop, _cancel_on_drop) = Stop::new();
     let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
     let (tx, rx) = tokio::sync::oneshot::channel();
-    pool.spawn(move || {
-        // A page whose call went away while it queued is not read at all.
-        if stop.check().is_err() {
-            return;
-        }
-        let stop = stop.started(EXTRACTION_BUDGET);
-        let _ = started_tx.send(());
-        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
-            || read(&stop),
-        )));
-    });
+    std::thread::Builder::new()
+        .name("rss-page".to_owned())
+        .stack_size(PAGE_THREAD_STACK)
+        .spawn(move || {
+            let _live = live;
+            // A page whose call went away before its thread started is not read at all.
+            if stop.check().is_err() {
+                return;
+            }
+            let stop = stop.started(EXTRACTION_BUDGET);
+            let _ = started_tx.send(());
+            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+                || read(&stop),
+            )));
+        })
+        .map_err(|e| Error::internal(format!("no page thread: {e}")))?;
     if started_rx.await.is_err() {
         return Err(Error::internal("a page thread did not take the page"));
     }
-    let _ = extracting.0.set(Instant::now());
+    let since = Instant::now();
+    let _ = extracting.0.set(since);
     match tokio::time::timeout(WALL_LIMIT, rx).await {
         Ok(Ok(Ok(r))) => r,
         Ok(_) => Err(Error::internal("a page thread failed")),
         Err(_) => Err(Error::ExtractionTimeout {
             url: url.to_string(),
             cut_by: ExtractionCut::Budget,
-            elapsed: EXTRACTION_BUDGET,
+            elapsed: since.elapsed(),
         }),
     }
 }
@@ -165,15 +237,15 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_page_whose_call_went_away_while_it_queued_is_not_read() {
-        let read = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    async fn a_page_waits_only_for_live_threads_and_one_whose_call_went_away_is_not_read() {
         let url = url::Url::parse("http://127.0.0.1/page").unwrap();
-        // Every page thread busy until let go.
+        // Every page thread busy until let go (as pages of calls that went away, still
+        // running to their next check).
         let (release, released) = std::sync::mpsc::channel::<()>();
         let released = Arc::new(std::sync::Mutex::new(released));
         let (running_tx, mut running) = tokio::sync::mpsc::unbounded_channel::<()>();
         let mut busy = Vec::new();
-        for _ in 0..PAGES_IN_FLIGHT {
+        for _ in 0..LIVE_PAGE_THREADS {
             let released = released.clone();
             let url = url.clone();
             let running_tx = running_tx.clone();
@@ -186,9 +258,10 @@ mod tests {
                 .await
             }));
         }
-        for _ in 0..PAGES_IN_FLIGHT {
+        for _ in 0..LIVE_PAGE_THREADS {
             running.recv().await.unwrap();
         }
+        let read = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = read.clone();
         let extracting = Extracting::default();
         let queued = on_page_thread(&url, &extracting, move |_| {
@@ -200,19 +273,16 @@ mod tests {
                 .await
                 .is_err()
         );
-        for _ in 0..PAGES_IN_FLIGHT {
+        for _ in 0..LIVE_PAGE_THREADS {
             release.send(()).unwrap();
         }
         for b in busy {
             b.await.unwrap().unwrap();
         }
-        // The queued job ran after its caller went away, and read nothing.
-        let pool = pool().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        pool.spawn(move || tx.send(()).unwrap());
-        tokio::task::spawn_blocking(move || rx.recv().unwrap())
-            .await
-            .unwrap();
+        // The caller went away while it waited: nothing was read.
         assert!(!read.load(std::sync::atomic::Ordering::SeqCst));
+        // With threads free again, a page is read at once.
+        let again = on_page_thread(&url, &Extracting::default(), |_| Ok(7)).await;
+        assert_eq!(again.unwrap(), 7);
     }
 }

@@ -141,6 +141,8 @@ pub async fn fetch_feeds(
         let Some(aopts) = opts.articles.map(|a| a.for_call()) else {
             return Vec::new();
         };
+        let share = super::extract::CallShare::default();
+        let share = &share;
         let mut running = futures::stream::FuturesUnordered::new();
         let mut done = Vec::new();
         let mut open = true;
@@ -148,7 +150,7 @@ pub async fn fetch_feeds(
             tokio::select! {
                 msg = rx.recv(), if open => match msg {
                     Some((f, i, input)) => running.push(async move {
-                        (f, i, super::article::read_cut(ctx, input, &aopts, deadline).await)
+                        (f, i, super::article::read_cut(ctx, input, &aopts, deadline, share).await)
                     }),
                     None => open = false,
                 },

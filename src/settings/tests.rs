@@ -180,7 +180,7 @@ fn an_unreadable_secret_leaves_the_rule_unusable_and_says_why() {
     let s = parse("[[site]]\nhost = \"a.example\"\nauth.basic = { user = \"me\", password_env = \"UNSET\" }\n").unwrap();
     assert_eq!(
         s.rules[0].problems(),
-        ["the environment variable UNSET is not set"]
+        ["the environment variable UNSET is not set (or holds what is not UTF-8 text)"]
     );
 }
 

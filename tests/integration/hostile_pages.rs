@@ -183,3 +183,86 @@ async fn issue_27_a_page_read_slowly_holds_up_no_other_page_of_its_host_and_says
     assert_eq!(r["articles"][1]["status"], "ok", "{r}");
     assert_eq!(srv.hits_for("/story").len(), 1);
 }
+
+/// A host whose every page answers only after 120 s (long past any deadline here): each
+/// page sent for holds its place in the window while it waits.
+async fn stalled_host() -> TestServer {
+    let story = fixture("articles/story.html");
+    TestServer::start(move |req: &server::Request| {
+        if req.path == "/robots.txt" {
+            Reply::status(404)
+        } else {
+            Reply::ok(story.clone(), "text/html").delay(Duration::from_secs(120))
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_27_a_call_of_many_slow_pages_leaves_places_for_another_calls_page() {
+    let stalled = stalled_host().await;
+    let story = fixture("articles/story.html");
+    let other = TestServer::start(move |req: &server::Request| match req.path.as_str() {
+        "/robots.txt" => Reply::status(404),
+        _ => Reply::ok(story.clone(), "text/html"),
+    })
+    .await;
+    let cache = tempfile::tempdir().unwrap();
+    // Every page of the stalled host sent at once, so only the window holds them back.
+    let server = spawn_in(cache.path(), &[], &[("RSS_HOST_CONCURRENCY", "16")]).await;
+    let slow: Vec<String> = (0..8).map(|i| stalled.url(&format!("/p{i}"))).collect();
+    let heavy = call(
+        &server,
+        "fetch_article",
+        json!({"urls": slow, "content_format": "none", "timeout_seconds": 40}),
+    );
+    tokio::pin!(heavy);
+    // The first call's pages take their share of the window (not all of it).
+    tokio::select! {
+        _ = &mut heavy => panic!("pages that answer after 120 s cannot be read yet"),
+        _ = wait_until("the first call's pages are sent", || stalled.count() == 7) => {}
+    }
+    let ordinary = call(
+        &server,
+        "fetch_article",
+        json!({"url": other.url("/story"), "content_format": "none"}),
+    );
+    // Before, the window's every place held a stalled page and this page waited for the
+    // first call's deadline.
+    let r = tokio::select! {
+        _ = &mut heavy => panic!("the other call's page waited for this call's deadline"),
+        r = ordinary => payload(&r),
+    };
+    assert_eq!(r["articles"][0]["status"], "ok", "{r}");
+    // Its robots.txt and six pages: a call holds at most its share.
+    assert_eq!(stalled.count(), 7, "a call holds at most its share");
+    let _ = server;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_27_a_page_cut_while_it_waits_behind_its_calls_other_pages_says_so() {
+    let stalled = stalled_host().await;
+    let cache = tempfile::tempdir().unwrap();
+    let server = spawn_in(cache.path(), &[], &[("RSS_HOST_CONCURRENCY", "16")]).await;
+    let urls: Vec<String> = (0..7).map(|i| stalled.url(&format!("/p{i}"))).collect();
+    let r = payload(
+        &call(
+            &server,
+            "fetch_article",
+            json!({"urls": urls, "content_format": "none", "timeout_seconds": 3}),
+        )
+        .await,
+    );
+    let queued: Vec<&Value> = r["articles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["error"]["details"]["cut_by"] == "queue")
+        .collect();
+    assert_eq!(queued.len(), 1, "{r}");
+    assert_eq!(queued[0]["error"]["code"], "EXTRACTION_TIMEOUT", "{r}");
+    // Never sent for: it waited behind the six its call had in flight, not for its host
+    // (the seventh request is the host's robots.txt).
+    assert_eq!(stalled.count(), 7);
+    assert_eq!(stalled.hits_for("/robots.txt").len(), 1);
+}
