@@ -155,7 +155,11 @@ pub(crate) fn refuse(content_type: Option<&str>, first: &[u8]) -> Option<String>
     if first.is_empty() {
         return None;
     }
-    sniff(first).map(|t| match &mime {
+    // A page declared HTML is read as HTML whatever stray bytes it holds (a NUL near its
+    // start, as browsers read it); only a known binary format's signature outranks it.
+    let declared_html = matches!(mime.as_deref(), Some("text/html" | "application/xhtml+xml"));
+    let found = sniff(first).filter(|t| !(declared_html && *t == "application/octet-stream"));
+    found.map(|t| match &mime {
         // The bytes outrank a text type that does not fit them.
         Some(m) if m != t => format!("{t} (served as {m})"),
         _ => t.to_owned(),

@@ -156,7 +156,15 @@ impl Robots {
         };
         let crawl_delay = robot
             .delay
-            .and_then(|d| crate::date::span_seconds(f64::from(d)))
+            // A delay past what an f32 holds (`1e39`, `inf`) is the longest of all: capped,
+            // never read as none.
+            .and_then(|d| {
+                if d.is_infinite() && d > 0.0 {
+                    Some(MAX_CRAWL_DELAY)
+                } else {
+                    crate::date::span_seconds(f64::from(d))
+                }
+            })
             .filter(|d| !d.is_zero())
             .map(|d| d.min(MAX_CRAWL_DELAY));
         Robots {
@@ -280,13 +288,17 @@ mod tests {
 
     #[test]
     fn issue_27_a_crawl_delay_past_any_duration_is_capped_not_a_panic() {
-        for v in ["1e20", "3.4e38", "1e39", "inf", "NaN", "-5", "0"] {
+        for v in [
+            "1e20", "3.4e38", "1e39", "1e308", "1e400", "inf", "Infinity", "NaN", "-5", "0",
+        ] {
             let r = Robots::parse(
                 "rss",
                 format!("User-agent: *\nCrawl-delay: {v}\n").as_bytes(),
             );
             let expected = match v {
-                "1e20" | "3.4e38" => Some(MAX_CRAWL_DELAY),
+                "1e20" | "3.4e38" | "1e39" | "1e308" | "1e400" | "inf" | "Infinity" => {
+                    Some(MAX_CRAWL_DELAY)
+                }
                 _ => None,
             };
             assert_eq!(r.crawl_delay, expected, "{v}");
