@@ -59,6 +59,7 @@ pub(crate) mod schedule;
 pub mod settings;
 pub(crate) mod shape;
 pub(crate) mod stop;
+pub(crate) mod sync;
 pub(crate) mod text;
 pub(crate) mod urls;
 

@@ -7,6 +7,7 @@
 //! need no host; a small pool runs them (not one task each: a list of 100,000 bad inputs
 //! must cost what its output costs). Results come back in job order.
 
+use crate::sync::lock;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::Mutex;
@@ -96,10 +97,6 @@ where
     let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     results.sort_unstable_by_key(|r| r.0);
     results.into_iter().map(|r| r.1).collect()
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -9,9 +9,10 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use super::redis::{OP_TIMEOUT, RETRY_MAX, RETRY_MIN, RedisStore, lock};
+use super::redis::{OP_TIMEOUT, RETRY_MAX, RETRY_MIN, RedisStore};
 use super::{Clock, HostStore, Lease, Listed, Snapshot, StoreError, Update};
 use crate::gate::HostKey;
+use crate::sync::lock;
 
 /// Redis first; the local store while Redis is down, retried after a growing pause.
 #[derive(Debug)]

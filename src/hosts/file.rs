@@ -21,6 +21,7 @@
 //! tried leave no thousand files; `rss hosts clear` and `rss cache clear` remove the lock
 //! files nobody holds (see `FileStore::tidy_now`).
 
+use crate::sync::lock;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::Write;
@@ -73,10 +74,6 @@ impl Held for SlotLease {
         drop(self);
         Box::pin(async {})
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {

@@ -17,6 +17,7 @@
 //! same operation from the local file store, reports `GATE_STORE_UNAVAILABLE` to every
 //! operation that uses it meanwhile, and tries Redis again after a backoff.
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -139,10 +140,6 @@ async fn timed<T>(fut: impl Future<Output = Result<T, StoreError>>) -> Result<T,
     tokio::time::timeout(OP_TIMEOUT, fut)
         .await
         .unwrap_or(Err(StoreError::Timeout(OP_TIMEOUT)))
-}
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl RedisStore {

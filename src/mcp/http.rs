@@ -5,6 +5,7 @@
 //! request bodies): a bearer-token check compared in constant time, a cap on live
 //! sessions, and `/healthz`, which needs no token and says nothing but "ok".
 
+use crate::sync::lock;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -314,11 +315,6 @@ async fn check_request(State(guard): State<Guard>, mut req: Request, next: Next)
         }
         _ => next.run(req).await,
     }
-}
-
-/// The owners map, whatever a panicking holder left (it holds no invariant across entries).
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// `503` with `Retry-After` for a session past the cap.

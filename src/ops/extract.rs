@@ -4,6 +4,7 @@
 //! page needs; and a window of pages in flight per process (so a batch of pages holds a
 //! bounded number of bodies in memory, not all of them).
 
+use crate::sync::lock;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -69,10 +70,6 @@ impl Extracting {
             elapsed: since.elapsed(),
         })
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Pages one call has in flight at most: a call of heavy pages leaves the rest of the
