@@ -138,6 +138,57 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<(std::fs::File, std::fs::M
     Ok((file, meta))
 }
 
+/// Why a file that must be its owner's alone was not read ([`read_private`]).
+#[derive(Debug)]
+pub(crate) enum PrivateRead {
+    /// The file system said no (a missing file, a directory that cannot be read).
+    Unreadable(io::Error),
+    /// It is a FIFO, a device or a directory.
+    NotAFile,
+    /// Others may read it (its mode).
+    Shared(u32),
+    /// It holds more than the most its use allows.
+    TooLarge(u64),
+}
+
+impl std::fmt::Display for PrivateRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PrivateRead::Unreadable(e) => write!(f, "cannot be read: {e}"),
+            PrivateRead::NotAFile => f.write_str("is not a regular file"),
+            PrivateRead::Shared(mode) => write!(
+                f,
+                "is readable by other users (mode {mode:o}): it must be readable by its owner \
+                 only (chmod 600)"
+            ),
+            PrivateRead::TooLarge(max) => write!(f, "is over {max} bytes"),
+        }
+    }
+}
+
+/// The text of `path`, a file holding a secret (a secret file of the config, a token file):
+/// a regular file ([`open_regular`]), readable by its owner only, of at most `max` bytes.
+pub(crate) fn read_private(path: &Path, max: u64) -> Result<String, PrivateRead> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let (file, meta) = open_regular(path).map_err(|e| match e.kind() {
+        io::ErrorKind::InvalidInput => PrivateRead::NotAFile,
+        _ => PrivateRead::Unreadable(e),
+    })?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o044 != 0 {
+        return Err(PrivateRead::Shared(mode));
+    }
+    let mut text = String::new();
+    file.take(max + 1)
+        .read_to_string(&mut text)
+        .map_err(PrivateRead::Unreadable)?;
+    if text.len() as u64 > max {
+        return Err(PrivateRead::TooLarge(max));
+    }
+    Ok(text)
+}
+
 /// `path` with `.` and `..` applied, without touching the file system (`None` when `..`
 /// climbs above its root).
 fn normalized(path: &Path) -> Option<PathBuf> {

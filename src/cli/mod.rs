@@ -374,33 +374,16 @@ async fn run(cli: Cli, config: Config, settings: Settings) -> Result<u8> {
     }
 }
 
-/// The text of `--token-file`: a regular file (a FIFO or device is refused at once, never
-/// waited on) readable by its owner only, as a config file's secrets must be, of at most
-/// 1 MiB.
+/// The text of `--token-file`: a file its owner alone may read, of at most 1 MiB, read as
+/// a config file's secret files are ([`crate::local::read_private`]: a FIFO or device is
+/// refused at once, never waited on).
 fn read_token_file(path: &std::path::Path) -> Result<String> {
-    use std::io::Read;
-    use std::os::unix::fs::PermissionsExt;
+    use crate::local::PrivateRead;
     const MAX_TOKEN_FILE_BYTES: u64 = 1 << 20;
-    let shown = path.display();
-    let (file, meta) = crate::local::open_regular(path)
-        .map_err(|e| Error::io("cannot read the token file", path, e))?;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o044 != 0 {
-        return Err(Error::usage(format!(
-            "--token-file {shown} is readable by other users (mode {mode:o}): a token file must \
-             be readable by its owner only (chmod 600 {shown})"
-        )));
-    }
-    let mut text = String::new();
-    file.take(MAX_TOKEN_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| Error::io("cannot read the token file", path, e))?;
-    if text.len() as u64 > MAX_TOKEN_FILE_BYTES {
-        return Err(Error::usage(format!(
-            "--token-file {shown} is over {MAX_TOKEN_FILE_BYTES} bytes: not a token file"
-        )));
-    }
-    Ok(text)
+    crate::local::read_private(path, MAX_TOKEN_FILE_BYTES).map_err(|e| match e {
+        PrivateRead::Unreadable(source) => Error::io("cannot read the token file", path, source),
+        refused => Error::usage(format!("--token-file {} {refused}", path.display())),
+    })
 }
 
 /// The HTTP server's options from `rss mcp` flags; the token from `--token-file`, else

@@ -68,35 +68,8 @@ fn checked(raw: String, from: &SecretRef) -> Result<Secret, String> {
 }
 
 fn read_file(path: &std::path::Path) -> Result<String, String> {
-    use std::io::Read;
-    let shown = path.display();
-    let (file, meta) = crate::local::open_regular(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::InvalidInput {
-            format!("{shown} is not a regular file")
-        } else {
-            format!("cannot read {shown}: {e}")
-        }
-    })?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o044 != 0 {
-            return Err(format!(
-                "{shown} is readable by other users (mode {mode:o}): a secret file must be readable by its owner only (chmod 600 {shown})"
-            ));
-        }
-    }
-    let mut text = String::new();
-    file.take(MAX_SECRET_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if text.len() as u64 > MAX_SECRET_BYTES {
-        return Err(format!(
-            "{shown} is over {MAX_SECRET_BYTES} bytes: not a secret"
-        ));
-    }
-    Ok(text)
+    crate::local::read_private(path, MAX_SECRET_BYTES)
+        .map_err(|e| format!("the secret file {} {e}", path.display()))
 }
 
 #[cfg(test)]
