@@ -83,9 +83,9 @@ fn expose<'s>(rule: &Rule, slot: &'s SecretSlot) -> Result<&'s Secret> {
 }
 
 /// What the hop to `hop` sends, for a request that started at `first` (without its
-/// credentials, which are `creds`) and reached `hop` through `earlier` (the hops before it,
-/// `first` among them): a plain-http hop after any https one is a downgrade, and carries no
-/// secret.
+/// credentials, which are `creds`) and reached `hop` through `earlier` (the chain so far,
+/// `first` among them, `hop` may close it; empty for the first): a plain-http hop after any https one is a
+/// downgrade, and carries no secret.
 pub(super) fn plan<'a>(
     settings: &'a Settings,
     hop: &Url,
@@ -94,8 +94,7 @@ pub(super) fn plan<'a>(
     creds: Option<&UrlCredentials>,
 ) -> Result<Plan<'a>> {
     let rule = settings.rule_for(hop);
-    let downgraded = hop.scheme() == "http"
-        && (first.scheme() == "https" || earlier.iter().any(|u| u.scheme() == "https"));
+    let downgraded = hop.scheme() == "http" && earlier.iter().any(|u| u.scheme() == "https");
     let mut headers = HeaderMap::new();
     let mut credentials = None;
     if let Some(r) = rule {
