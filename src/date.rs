@@ -32,9 +32,10 @@ pub(crate) fn delta_seconds(s: &str) -> Option<Duration> {
 }
 
 /// A number of seconds with a fraction (`Crawl-delay: 2.5`, a quota's `1.5`), capped at
-/// [`MAX_SPAN`]; `None` when it is not finite or below zero.
+/// [`MAX_SPAN`] (a number too large for its type, read as infinity, is past any span and
+/// capped too); `None` when it is not a number or below zero.
 pub(crate) fn span_seconds(secs: f64) -> Option<Duration> {
-    if !secs.is_finite() || secs < 0.0 {
+    if secs.is_nan() || secs < 0.0 {
         return None;
     }
     Duration::try_from_secs_f64(secs.min(MAX_SPAN.as_secs_f64()))
@@ -455,7 +456,8 @@ mod tests {
         assert_eq!(span_seconds(2.5), Some(Duration::from_millis(2500)));
         assert_eq!(span_seconds(1e20), Some(MAX_SPAN));
         assert_eq!(span_seconds(f64::MAX), Some(MAX_SPAN));
-        for bad in [f64::NAN, f64::INFINITY, -0.5] {
+        assert_eq!(span_seconds(f64::INFINITY), Some(MAX_SPAN));
+        for bad in [f64::NAN, f64::NEG_INFINITY, -0.5] {
             assert_eq!(span_seconds(bad), None, "{bad}");
         }
         // The largest span still adds to any instant and converts to milliseconds.

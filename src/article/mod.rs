@@ -77,8 +77,10 @@ fn essence(content_type: &str) -> String {
         .to_ascii_lowercase()
 }
 
-/// What the first bytes of a body say it is, when they say something other than text.
-fn sniff(first: &[u8]) -> Option<&'static str> {
+/// What the first bytes of a body say it is, when they say something other than text. A
+/// body declared HTML is read as HTML whatever stray bytes it holds (a NUL near its start,
+/// as browsers read it): only a known binary format's signature outranks the declaration.
+fn sniff(first: &[u8], declared_html: bool) -> Option<&'static str> {
     let magic: [(&[u8], &str); 14] = [
         (b"%PDF-", "application/pdf"),
         (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -110,7 +112,7 @@ fn sniff(first: &[u8]) -> Option<&'static str> {
         });
     }
     // Text has no NUL bytes in its first bytes, but for UTF-16, which says so with a BOM.
-    if first.starts_with(&[0xff, 0xfe]) || first.starts_with(&[0xfe, 0xff]) {
+    if declared_html || first.starts_with(&[0xff, 0xfe]) || first.starts_with(&[0xfe, 0xff]) {
         return None;
     }
     first
@@ -155,11 +157,8 @@ pub(crate) fn refuse(content_type: Option<&str>, first: &[u8]) -> Option<String>
     if first.is_empty() {
         return None;
     }
-    // A page declared HTML is read as HTML whatever stray bytes it holds (a NUL near its
-    // start, as browsers read it); only a known binary format's signature outranks it.
     let declared_html = matches!(mime.as_deref(), Some("text/html" | "application/xhtml+xml"));
-    let found = sniff(first).filter(|t| !(declared_html && *t == "application/octet-stream"));
-    found.map(|t| match &mime {
+    sniff(first, declared_html).map(|t| match &mime {
         // The bytes outrank a text type that does not fit them.
         Some(m) if m != t => format!("{t} (served as {m})"),
         _ => t.to_owned(),

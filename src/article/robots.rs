@@ -156,15 +156,8 @@ impl Robots {
         };
         let crawl_delay = robot
             .delay
-            // A delay past what an f32 holds (`1e39`, `inf`) is the longest of all: capped,
-            // never read as none.
-            .and_then(|d| {
-                if d.is_infinite() && d > 0.0 {
-                    Some(MAX_CRAWL_DELAY)
-                } else {
-                    crate::date::span_seconds(f64::from(d))
-                }
-            })
+            // A delay past what an f32 holds (`1e39`, `inf`) is capped like any long one.
+            .and_then(|d| crate::date::span_seconds(f64::from(d)))
             .filter(|d| !d.is_zero())
             .map(|d| d.min(MAX_CRAWL_DELAY));
         Robots {
