@@ -84,8 +84,8 @@ fn expose<'s>(rule: &Rule, slot: &'s SecretSlot) -> Result<&'s Secret> {
 
 /// What the hop to `hop` sends, for a request that started at `first` (without its
 /// credentials, which are `creds`) and reached `hop` through `earlier` (the chain so far,
-/// `first` among them, `hop` may close it; empty for the first): a plain-http hop after any https one is a
-/// downgrade, and carries no secret.
+/// `first` among them, `hop` may close it; empty for the first): a plain-http hop after any
+/// https one is a downgrade, and carries no secret.
 pub(super) fn plan<'a>(
     settings: &'a Settings,
     hop: &Url,
