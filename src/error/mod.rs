@@ -302,8 +302,6 @@ fn challenge_words(scheme: Option<&str>, realm: Option<&str>) -> String {
 /// What to do about an `AUTH_REQUIRED`.
 fn auth_hint(rule: Option<&str>) -> String {
     match rule {
-        // The URL's own credentials, or a config rule's.
-        Some(r) if r.starts_with("the credentials") => format!("{r} were refused; check them"),
         Some(r) => format!("the credentials of {r} were refused; check them (rss config check)"),
         None => {
             "add a [[site]] rule with auth for it to the config file (rss config path)".to_owned()

@@ -130,7 +130,7 @@ pub(super) fn plan<'a>(
         && origin(hop) == origin(first)
     {
         headers.insert(header::AUTHORIZATION, basic(&c.user, c.password.as_ref())?);
-        credentials = Some("the credentials in the URL".to_owned());
+        credentials = Some("the URL itself".to_owned());
     }
     let route = match rule.and_then(|r| r.proxy.as_ref()) {
         Some(ProxyChoice::Direct) => Route::Direct,

@@ -297,7 +297,12 @@ async fn a_url_with_credentials_works_and_is_echoed_with_its_password_masked() {
         .unwrap();
     let err = &out_json(&bad)["errors"][0];
     assert_eq!(err["code"], "AUTH_REQUIRED");
-    assert_eq!(err["details"]["rule"], "the credentials in the URL");
+    assert_eq!(err["details"]["rule"], "the URL itself");
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.contains("the credentials of the URL itself were refused"),
+        "{message}"
+    );
     for o in [&out, &list, &bad] {
         for stream in [&o.stdout, &o.stderr] {
             assert!(!String::from_utf8_lossy(stream).contains(SECRET));
