@@ -54,15 +54,20 @@ impl PageWindow {
 /// share of the window, while it does: a call cut then says its page was being read, or
 /// waited behind its call's other pages, not that its host kept it waiting.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Extracting(Arc<OnceLock<Instant>>, Arc<Mutex<Option<Instant>>>);
+pub(crate) struct Extracting {
+    /// When a thread began reading the page.
+    reading: Arc<OnceLock<Instant>>,
+    /// Since when the page waits for its call's share, while it does.
+    queued: Arc<Mutex<Option<Instant>>>,
+}
 
 impl Extracting {
     /// The error of a call cut while the page was being read, or while it waited for a
     /// place among its call's pages, if it was.
     pub(crate) fn cut(&self, url: &str) -> Option<Error> {
-        let (cut_by, since) = match self.0.get() {
+        let (cut_by, since) = match self.reading.get() {
             Some(since) => (ExtractionCut::Call, *since),
-            None => (ExtractionCut::Queue, (*lock(&self.1))?),
+            None => (ExtractionCut::Queue, (*lock(&self.queued))?),
         };
         Some(Error::ExtractionTimeout {
             url: crate::error::echo(url),
@@ -105,7 +110,7 @@ impl CallShare {
         if let Ok(place) = self.0.clone().try_acquire_owned() {
             return Ok(place);
         }
-        *lock(&extracting.1) = Some(Instant::now());
+        *lock(&extracting.queued) = Some(Instant::now());
         let acquire = self.0.clone().acquire_owned();
         let place = match deadline {
             None => acquire.await.ok(),
@@ -123,7 +128,7 @@ impl CallShare {
                 }
             }
         };
-        *lock(&extracting.1) = None;
+        *lock(&extracting.queued) = None;
         place.ok_or_else(|| Error::internal("the call's share of pages closed"))
     }
 }
@@ -177,7 +182,7 @@ pub(crate) async fn on_page_thread<T: Send + 'static>(
         return Err(Error::internal("a page thread did not take the page"));
     }
     let since = Instant::now();
-    let _ = extracting.0.set(since);
+    let _ = extracting.reading.set(since);
     match tokio::time::timeout(WALL_LIMIT, rx).await {
         Ok(Ok(Ok(r))) => r,
         Ok(_) => Err(Error::internal("a page thread failed")),
