@@ -109,39 +109,32 @@ pub(crate) const fn tree_builder_allowance(depth: usize) -> usize {
 }
 
 /// The deepest element of `html` as a tree builder builds it (dom_query's, the one
-/// dom_smoothie reads pages with), walked without recursion: what checks of the bounds
-/// measure.
+/// dom_smoothie reads pages with): what checks of the bounds measure.
 pub(crate) fn tree_depth(html: &str) -> usize {
+    tree_shape(html).0
+}
+
+/// How many nodes (elements, comments, text) a tree builder builds of `html`.
+#[cfg(test)]
+pub(crate) fn tree_size(html: &str) -> usize {
+    tree_shape(html).1
+}
+
+/// The deepest node of `html`'s tree and how many nodes it has, walked without recursion.
+fn tree_shape(html: &str) -> (usize, usize) {
     let doc = dom_query::Document::from(html);
-    let mut deepest = 0;
+    let (mut deepest, mut nodes) = (0, 0);
     let mut stack = vec![(doc.root(), 0usize)];
     while let Some((node, depth)) = stack.pop() {
         deepest = deepest.max(depth);
+        nodes += 1;
         let mut child = node.first_child();
         while let Some(c) = child {
             stack.push((c, depth + 1));
             child = c.next_sibling();
         }
     }
-    deepest
-}
-
-/// How many nodes (elements, comments, text) a tree builder builds of `html`, counted
-/// without recursion: what checks of the bounds measure, beside [`tree_depth`].
-#[cfg(test)]
-pub(crate) fn tree_size(html: &str) -> usize {
-    let doc = dom_query::Document::from(html);
-    let mut nodes = 0;
-    let mut stack = vec![doc.root()];
-    while let Some(node) = stack.pop() {
-        nodes += 1;
-        let mut child = node.first_child();
-        while let Some(c) = child {
-            stack.push(c);
-            child = c.next_sibling();
-        }
-    }
-    nodes
+    (deepest, nodes)
 }
 
 /// Elements with no content and no end tag, as a tree builder reads them.
