@@ -201,6 +201,34 @@ pub fn exit_within(child: &mut std::process::Child, within: Duration) -> (Option
     }
 }
 
+/// A FIFO named `name` in `dir` (nothing ever writes to it: a reader that waits for a writer
+/// waits for ever).
+pub fn make_fifo(dir: &Path, name: &str) -> PathBuf {
+    let fifo = dir.join(name);
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    fifo
+}
+
+/// Runs `cmd` (stdin closed) until it exits, at most `within`; its exit code and what it
+/// wrote on stdout and stderr, together.
+pub fn said_within(cmd: &mut std::process::Command, within: Duration) -> (Option<i32>, String) {
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (code, _) = exit_within(&mut child, within);
+    let out = child.wait_with_output().unwrap();
+    let mut said = String::from_utf8_lossy(&out.stdout).into_owned();
+    said.push_str(&String::from_utf8_lossy(&out.stderr));
+    (code, said)
+}
+
 /// A host that answers `/slow` after 120 s (long past any budget a test waits) and any
 /// other path at once, with a small valid feed.
 pub async fn slow_and_fast_host() -> TestServer {

@@ -243,12 +243,7 @@ fn endless_local_inputs_are_cut_at_the_body_cap() {
 #[test]
 fn a_fifo_with_no_writer_is_given_up_after_the_timeout() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("fifo");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    let fifo = make_fifo(dir.path(), "fifo");
     let fifo = fifo.to_str().unwrap();
     let (code, out, _, took) = run_bounded(
         &["fetch", fifo, "--timeout", "2"],

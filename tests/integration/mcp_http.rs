@@ -507,29 +507,19 @@ async fn a_token_file_readable_by_others_or_not_a_file_is_refused_at_once() {
     let open = dir.path().join("open");
     std::fs::write(&open, "tok-1\n").unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let fifo = dir.path().join("fifo");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    let fifo = make_fifo(dir.path(), "fifo");
     for (file, says) in [
         (&open, "readable by other users"),
         (&fifo, "not a regular file"),
     ] {
-        let mut child = rss_std(dir.path())
-            .args(["mcp", "--http", "127.0.0.1:0", "--token-file"])
-            .arg(file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
         // A FIFO with no writer was waited on for ever.
-        let (code, _) = exit_within(&mut child, Duration::from_secs(30));
-        let mut err = String::new();
-        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-        assert_ne!(code, Some(0), "{err}");
-        assert!(err.contains(says), "{err}");
+        let (code, said) = said_within(
+            rss_std(dir.path())
+                .args(["mcp", "--http", "127.0.0.1:0", "--token-file"])
+                .arg(file),
+            Duration::from_secs(30),
+        );
+        assert_ne!(code, Some(0), "{said}");
+        assert!(said.contains(says), "{said}");
     }
 }

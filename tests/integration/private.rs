@@ -650,51 +650,25 @@ async fn an_mcp_server_logging_at_debug_shows_no_url_password_in_logs_or_summari
 
 #[test]
 fn a_fifo_as_the_config_file_or_a_secret_file_is_refused_at_once() {
-    use std::io::Read;
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("fifo");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    let fifo = make_fifo(dir.path(), "fifo");
     std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o600)).unwrap();
     let cfg = ConfigDir::new(&format!(
         "[[site]]\nhost = \"127.0.0.1:9\"\nheaders = {{ \"X-Api-Key\" = {{ file = \"{}\" }} }}\n",
         fifo.display()
     ));
     // Nothing ever writes to the FIFO: an open that waited for a writer never returned.
-    for (config, args, says) in [
-        (&fifo, &["config", "check"][..], "not a regular file"),
-        (&cfg.path(), &["config", "check"][..], "not a regular file"),
-        (
-            &cfg.path(),
-            &["fetch", "http://127.0.0.1:9/feed"][..],
-            "not a regular file",
-        ),
+    for (config, args) in [
+        (&fifo, &["config", "check"][..]),
+        (&cfg.path(), &["config", "check"][..]),
+        (&cfg.path(), &["fetch", "http://127.0.0.1:9/feed"][..]),
     ] {
-        let mut child = rss_std(dir.path())
-            .arg("--config")
-            .arg(config)
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (code, _) = exit_within(&mut child, Duration::from_secs(30));
-        let mut said = String::new();
-        for stream in [
-            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read>,
-            Box::new(child.stderr.take().unwrap()),
-        ] {
-            let mut s = String::new();
-            let mut stream = stream;
-            stream.read_to_string(&mut s).unwrap();
-            said.push_str(&s);
-        }
+        let (code, said) = said_within(
+            rss_std(dir.path()).arg("--config").arg(config).args(args),
+            Duration::from_secs(30),
+        );
         assert_ne!(code, Some(0), "{args:?}: {said}");
-        assert!(said.contains(says), "{args:?}: {said}");
+        assert!(said.contains("not a regular file"), "{args:?}: {said}");
     }
 }
