@@ -236,7 +236,6 @@ async fn issue_27_a_call_of_many_slow_pages_leaves_places_for_another_calls_page
     assert_eq!(r["articles"][0]["status"], "ok", "{r}");
     // Its robots.txt and six pages: a call holds at most its share.
     assert_eq!(stalled.count(), 7, "a call holds at most its share");
-    let _ = server;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -103,6 +103,25 @@ fn initialize_body() -> String {
     .to_string()
 }
 
+/// Initializes a session at `url` as a raw client with the `Authorization` value `auth`;
+/// the session's id.
+async fn open_session(http: &reqwest::Client, url: &str, auth: &str) -> String {
+    let init = http
+        .post(url)
+        .header("authorization", auth)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(initialize_body())
+        .send()
+        .await
+        .unwrap();
+    assert!(init.status().is_success(), "{}", init.status());
+    init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
 async fn post(url: &str, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> u16 {
     let mut req = reqwest::Client::new()
         .post(url)
@@ -346,20 +365,7 @@ async fn a_client_that_hangs_up_mid_call_frees_the_host_at_once() {
     // connection closes while the call runs.
     let http = reqwest::Client::new();
     let auth = format!("Bearer {TOKEN}");
-    let init = http
-        .post(&server.url)
-        .header("authorization", &auth)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(initialize_body())
-        .send()
-        .await
-        .unwrap();
-    let session = init.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    drop(init);
+    let session = open_session(&http, &server.url, &auth).await;
     let send = |body: serde_json::Value| {
         http.post(&server.url)
             .header("authorization", &auth)
@@ -443,21 +449,7 @@ async fn a_session_answers_only_the_token_that_opened_it() {
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let server = HttpServer::start(&["--token-file", file.to_str().unwrap()]).await;
     let http = reqwest::Client::new();
-    let init = http
-        .post(&server.url)
-        .header("authorization", "Bearer alpha-tok-1")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(initialize_body())
-        .send()
-        .await
-        .unwrap();
-    assert!(init.status().is_success());
-    let session = init.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    drop(init);
+    let session = open_session(&http, &server.url, "Bearer alpha-tok-1").await;
     let send = |method: reqwest::Method, token: &str, body: Option<serde_json::Value>| {
         let mut req = http
             .request(method, &server.url)
@@ -497,7 +489,6 @@ async fn a_session_answers_only_the_token_that_opened_it() {
         .unwrap();
     assert!(tools.status().is_success());
     assert!(tools.text().await.unwrap().contains("fetch_feed"));
-    let _ = server;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
