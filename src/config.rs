@@ -610,8 +610,10 @@ pub struct GateParams {
     pub warm_window: Duration,
     /// The longest a call may wait before its send (permit queue and pacing together).
     pub max_gate_wait: Duration,
-    /// How long a learned floor is enforced after the host's last refusal.
+    /// How long a refused gap is enforced after the refusal that taught it.
     pub floor_lifetime: Duration,
+    /// How long a gap known to work is kept after the host's last refusal.
+    pub window_lifetime: Duration,
 }
 
 impl Default for GateParams {
@@ -624,6 +626,7 @@ impl Default for GateParams {
             warm_window: Duration::from_secs(120),
             max_gate_wait: Duration::from_secs(60),
             floor_lifetime: Duration::from_secs(3600),
+            window_lifetime: Duration::from_secs(86_400),
         }
     }
 }

@@ -363,6 +363,7 @@ mod tests {
             quota_reset_ms: None,
             updated_ms: 1,
             cleared_until_ms: None,
+            ..StoredHost::default()
         }
     }
 

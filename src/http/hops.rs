@@ -56,7 +56,7 @@ impl Client {
                 .map_err(|t| gate_refusal(t, None, None))?;
             tally.gate_wait += permit.waited();
             let hop = self
-                .send_with_one_retry(&mut permit, &url, req, tally, &plan)
+                .send_until_admitted(&mut permit, &url, req, tally, &plan)
                 .await?;
             drop(permit);
             let next = match hop {

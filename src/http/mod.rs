@@ -6,7 +6,9 @@
 //! slot (other processes), last, right before the send — a slot busy elsewhere is let go of
 //! and polled for, holding nothing else; then a conditional GET within the size and time
 //! limits, whose outcome the gate learns (and publishes to the shared store) before the
-//! slots are let go. A refusal re-enters the gate once.
+//! slots are let go. A refusal re-enters the gate at the front of its host's queue and is
+//! sent again when the gate next allows it, while the call's budget covers the wait (at most
+//! [`MAX_SENDS`] sends).
 
 mod classify;
 mod guard;
@@ -34,6 +36,11 @@ use classify::gate_refusal;
 pub use classify::parse_retry_after;
 pub use hops::{HopCheck, HopFuture};
 use send::Sent;
+
+/// The most sends one request makes to a host that refuses it: the first, then one per rung
+/// of the gate's ladder (2, 4, 8, 16, 32 s, then the 60 s cap) while the call's budget covers
+/// the wait.
+pub const MAX_SENDS: u32 = 7;
 
 /// What the `Accept` header asks for when fetching feeds.
 pub const ACCEPT_FEEDS: &str = "application/rss+xml, application/atom+xml, application/feed+json, \
@@ -447,7 +454,7 @@ impl Client {
         }
     }
 
-    async fn send_with_one_retry(
+    async fn send_until_admitted(
         &self,
         permit: &mut Permit,
         url: &Url,
@@ -455,10 +462,12 @@ impl Client {
         tally: &mut Tally,
         plan: &site::Plan<'_>,
     ) -> Result<send::Hop> {
-        let mut refused_once = false;
+        let mut sends = 0;
+        let mut forbidden = 0;
         loop {
             let cleared = self.clear_to_send(permit, req, tally).await?;
             tally.attempts += 1;
+            sends += 1;
             let sent = self
                 .send_once(permit, url, req, &mut tally.notes, plan)
                 .await;
@@ -471,32 +480,32 @@ impl Client {
                     retry_after_raw,
                 } => (status, retry_after_raw),
             };
-            if !refused_once {
-                refused_once = true;
-                // The retry goes back through the gate at the front of the host's queue:
-                // when its wait cannot fit the budget, the call fails now, sending nothing.
-                match permit.pace(req.deadline).await {
-                    Ok(slept) => {
-                        tally.gate_wait += slept;
-                        continue;
-                    }
-                    Err(t) => return Err(gate_refusal(t, Some(status), retry_after_raw)),
-                }
-            }
             // A 403 that persists is a block, not a window, unless it says when to come
             // back; 429 and 503 ask for a wait.
             if status == StatusCode::FORBIDDEN && retry_after_raw.is_none() {
-                return Err(Error::HttpStatus {
-                    status: status.as_u16(),
-                    url: url.to_string(),
+                forbidden += 1;
+                if forbidden >= 2 {
+                    return Err(Error::HttpStatus {
+                        status: status.as_u16(),
+                        url: url.to_string(),
+                    });
+                }
+            }
+            if sends >= MAX_SENDS {
+                return Err(Error::RateLimited {
+                    wait: permit.pacing(),
+                    http_status: Some(status.as_u16()),
+                    retry_after: retry_after_raw,
+                    host: permit.host().to_string(),
                 });
             }
-            return Err(Error::RateLimited {
-                wait: permit.pacing(),
-                http_status: Some(status.as_u16()),
-                retry_after: retry_after_raw,
-                host: permit.host().to_string(),
-            });
+            // The request goes back through the gate at the front of its host's queue, for
+            // the next send the gate knows to be safe: when that cannot fit the budget, the
+            // call fails now, sending nothing.
+            match permit.pace(req.deadline).await {
+                Ok(slept) => tally.gate_wait += slept,
+                Err(t) => return Err(gate_refusal(t, Some(status), retry_after_raw)),
+            }
         }
     }
 

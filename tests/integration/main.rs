@@ -31,4 +31,5 @@ mod redis;
 mod robots;
 mod selection;
 mod signals;
+mod silent;
 mod tokens;
