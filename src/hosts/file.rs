@@ -180,8 +180,7 @@ impl FileStore {
             .map_err(io("cannot create a temporary file in", &self.dir))?;
         tmp.write_all(&bytes)
             .map_err(io("cannot write", tmp.path()))?;
-        tmp.persist(path)
-            .map_err(|e| io("cannot replace", path)(e.error))?;
+        crate::durable::persist(tmp, path).map_err(|e| io("cannot replace", path)(e.error))?;
         Ok(())
     }
 
