@@ -33,3 +33,14 @@ fn flushed(tmp: NamedTempFile) -> Result<NamedTempFile, PersistError> {
         Err(error) => Err(PersistError { error, file: tmp }),
     }
 }
+
+/// [`persist`] on a blocking thread, so the flush (milliseconds on a busy disk) holds no
+/// async worker: for the stores whose writes are made from async code (host state, records).
+pub(crate) async fn persist_blocking(tmp: NamedTempFile, path: &Path) -> std::io::Result<()> {
+    let path = path.to_path_buf();
+    match tokio::task::spawn_blocking(move || persist(tmp, &path)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.error),
+        Err(e) => Err(std::io::Error::other(e)),
+    }
+}

@@ -171,7 +171,7 @@ impl FileStore {
             })
     }
 
-    fn write(&self, path: &Path, state: &StoredHost) -> Result<(), StoreError> {
+    async fn write(&self, path: &Path, state: &StoredHost) -> Result<(), StoreError> {
         let bytes = serde_json::to_vec(state).map_err(|source| StoreError::Corrupt {
             host: state.host.clone(),
             source,
@@ -180,7 +180,9 @@ impl FileStore {
             .map_err(io("cannot create a temporary file in", &self.dir))?;
         tmp.write_all(&bytes)
             .map_err(io("cannot write", tmp.path()))?;
-        crate::durable::persist(tmp, path).map_err(|e| io("cannot replace", path)(e.error))?;
+        crate::durable::persist_blocking(tmp, path)
+            .await
+            .map_err(io("cannot replace", path))?;
         Ok(())
     }
 
@@ -197,7 +199,7 @@ impl FileStore {
         match &next {
             // Written only when it changed (a write makes a file).
             Some(state) if before.as_ref() == Some(state) => {}
-            Some(state) => self.write(&path, state)?,
+            Some(state) => self.write(&path, state).await?,
             None if existed => match fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -93,9 +93,11 @@ impl FileRecords {
         let current = read(&path)?;
         match f(current.as_deref(), self.now_ms()) {
             Change::Keep => Ok(()),
-            Change::Put(bytes, _) => crate::durable::persist(temp_with(&dir, &bytes)?, &path)
-                .map(drop)
-                .map_err(|e| io("cannot replace", &path)(e.error)),
+            Change::Put(bytes, _) => {
+                crate::durable::persist_blocking(temp_with(&dir, &bytes)?, &path)
+                    .await
+                    .map_err(io("cannot replace", &path))
+            }
             Change::Delete => match fs::remove_file(&path) {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
