@@ -35,7 +35,9 @@ fn flushed(tmp: NamedTempFile) -> Result<NamedTempFile, PersistError> {
 }
 
 /// [`persist`] on a blocking thread, so the flush (milliseconds on a busy disk) holds no
-/// async worker: for the stores whose writes are made from async code (host state, records).
+/// async worker: for records, written from async code under their own file lock. (Host
+/// state stays on its thread: its read-modify-write must not yield to the process's other
+/// sends, which read the same state.)
 pub(crate) async fn persist_blocking(tmp: NamedTempFile, path: &Path) -> std::io::Result<()> {
     let path = path.to_path_buf();
     match tokio::task::spawn_blocking(move || persist(tmp, &path)).await {

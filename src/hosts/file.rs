@@ -171,7 +171,9 @@ impl FileStore {
             })
     }
 
-    async fn write(&self, path: &Path, state: &StoredHost) -> Result<(), StoreError> {
+    /// Replaces `path` with `state`: flushed, then renamed, on the calling thread (the
+    /// update does not yield meanwhile: this process's other sends read the same state).
+    fn write(&self, path: &Path, state: &StoredHost) -> Result<(), StoreError> {
         let bytes = serde_json::to_vec(state).map_err(|source| StoreError::Corrupt {
             host: state.host.clone(),
             source,
@@ -180,9 +182,7 @@ impl FileStore {
             .map_err(io("cannot create a temporary file in", &self.dir))?;
         tmp.write_all(&bytes)
             .map_err(io("cannot write", tmp.path()))?;
-        crate::durable::persist_blocking(tmp, path)
-            .await
-            .map_err(io("cannot replace", path))?;
+        crate::durable::persist(tmp, path).map_err(|e| io("cannot replace", path)(e.error))?;
         Ok(())
     }
 
@@ -199,7 +199,7 @@ impl FileStore {
         match &next {
             // Written only when it changed (a write makes a file).
             Some(state) if before.as_ref() == Some(state) => {}
-            Some(state) => self.write(&path, state).await?,
+            Some(state) => self.write(&path, state)?,
             None if existed => match fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
