@@ -20,6 +20,7 @@
 //! - `inputs`   — arguments, stdin, `--input`, `--opml`: merged, classified, de-duplicated
 //! - `local`    — capped, time-limited local reads, and which files may be read
 //! - `lockfile` — advisory lock files that exist only while held
+//! - `durable`  — files flushed to disk before they are renamed into place
 //! - `ops`      — the operations both front ends call (fetch, discover, show, cache, readers)
 //! - `payload`  — a body in chunks, freed as a parser reads it
 //! - `output`   — json / ndjson / text rendering, schema emission
@@ -39,6 +40,7 @@ pub(crate) mod cli;
 pub mod config;
 pub(crate) mod date;
 pub(crate) mod discover;
+pub(crate) mod durable;
 pub mod error;
 pub(crate) mod feed;
 pub(crate) mod gate;

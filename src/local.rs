@@ -145,7 +145,7 @@ pub(crate) enum PrivateRead {
     Unreadable(io::Error),
     /// It is a FIFO, a device or a directory.
     NotAFile,
-    /// Others may read it (its mode).
+    /// Others may read it or write it (its mode).
     Shared(u32),
     /// It holds more than the most its use allows.
     TooLarge(u64),
@@ -158,8 +158,13 @@ impl std::fmt::Display for PrivateRead {
             PrivateRead::NotAFile => f.write_str("is not a regular file"),
             PrivateRead::Shared(mode) => write!(
                 f,
-                "is readable by other users (mode {mode:o}): it must be readable by its owner \
-                 only (chmod 600)"
+                "is {} by other users (mode {mode:o}): it must be readable and writable by its \
+                 owner only (chmod 600)",
+                match (mode & 0o044 != 0, mode & 0o022 != 0) {
+                    (true, true) => "readable and writable",
+                    (true, false) => "readable",
+                    _ => "writable",
+                }
             ),
             PrivateRead::TooLarge(max) => write!(f, "is over {max} bytes"),
         }
@@ -167,7 +172,8 @@ impl std::fmt::Display for PrivateRead {
 }
 
 /// The text of `path`, a file holding a secret (a secret file of the config, a token file):
-/// a regular file ([`open_regular`]), readable by its owner only, of at most `max` bytes.
+/// a regular file ([`open_regular`]), readable and writable by its owner only (one that
+/// others may write may hold what they chose), of at most `max` bytes.
 pub(crate) fn read_private(path: &Path, max: u64) -> Result<String, PrivateRead> {
     use std::io::Read;
     use std::os::unix::fs::PermissionsExt;
@@ -176,7 +182,7 @@ pub(crate) fn read_private(path: &Path, max: u64) -> Result<String, PrivateRead>
         _ => PrivateRead::Unreadable(e),
     })?;
     let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o044 != 0 {
+    if mode & 0o066 != 0 {
         return Err(PrivateRead::Shared(mode));
     }
     let mut text = String::new();

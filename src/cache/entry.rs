@@ -48,10 +48,15 @@ pub struct Meta {
     /// The body is one user's: fetched with credentials, or marked `Cache-Control: private`.
     #[serde(default)]
     pub private: bool,
-    /// A fingerprint of the credentials it was fetched with: it is served only to a request
-    /// made with the same ones (never printed).
+    /// A fingerprint of the credentials it was fetched with, keyed by the cache's own
+    /// secret (`CredentialKey`): it is served only to a request made with the same ones
+    /// (never printed).
     #[serde(default)]
     pub credential_id: Option<String>,
+    /// A hop between `feed_url` and `final_url` was https: a plain-http link the body
+    /// gives is a downgrade from it (`http::Lineage`).
+    #[serde(default)]
+    pub via_https: bool,
 }
 
 impl Meta {
@@ -159,6 +164,8 @@ pub struct StoreRequest<'a> {
     pub credentialed: bool,
     /// The fingerprint of those credentials.
     pub credential_id: Option<&'a str>,
+    /// A hop of the chain that fetched it was https.
+    pub via_https: bool,
 }
 
 /// Until when (Unix ms) a response that arrived at `received` stays fresh.

@@ -10,7 +10,7 @@ use url::Url;
 use super::{CacheMode, Context, blocking};
 use crate::cache::{Cache, Entry, Kind, Lookup, Meta};
 use crate::error::{Error, ErrorCode};
-use crate::http::{Exchange, GetRequest, Refuse, Response, Validators};
+use crate::http::{Exchange, GetRequest, Lineage, Refuse, Response, Validators};
 use crate::model::{FeedStatus, WarningCode};
 use crate::payload::Payload;
 
@@ -38,6 +38,9 @@ pub(crate) struct CachedGet<'a> {
     pub hops: Option<&'a dyn crate::http::HopCheck>,
     /// The window a body sent for must have a place in ([`crate::http::GetRequest::window`]).
     pub window: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+    /// What led to this request (a feed to its item's page, a page to its robots.txt;
+    /// empty: the caller's own): what it carries is decided on the whole chain.
+    pub led_by: Lineage,
 }
 
 /// What the GET gave.
@@ -68,6 +71,8 @@ pub(crate) struct Fetched {
     pub fresh_until_ms: Option<u64>,
     /// The place in the request's window, when it asked for one and a send was made.
     pub window: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// The chain that got what is served (what its links lead to follows it).
+    pub lineage: Lineage,
 }
 
 impl Fetched {
@@ -79,8 +84,23 @@ impl Fetched {
             warnings: Vec::new(),
             fresh_until_ms: None,
             window: None,
+            lineage: Lineage::none(),
         }
     }
+}
+
+/// The chain a cached copy was fetched through, after what led to the request now.
+pub(super) fn lineage_of(led_by: &Lineage, e: &Entry) -> Lineage {
+    let mut l = Lineage::cached(None, None, e.meta.via_https);
+    for step in led_by.steps() {
+        l.push(step.clone());
+    }
+    for u in [&e.meta.feed_url, &e.meta.final_url] {
+        if let Ok(u) = Url::parse(u) {
+            l.push(u);
+        }
+    }
+    l
 }
 
 /// Looks `key` up in `cache`, off the async threads; a damaged entry is a miss plus a
@@ -131,9 +151,43 @@ impl Context {
             .map(|c| c.of(kind))
     }
 
+    /// Who a request for `url` that `led_by` led to is made as, for the cache: `None` when
+    /// it sends no credentials; `Err` when it does and no key can fingerprint them (its
+    /// body is then not cached).
+    pub(crate) async fn credential_id(
+        &self,
+        url: &Url,
+        led_by: &Lineage,
+    ) -> Result<Option<String>, ()> {
+        if !self.client.sends_credentials(url, led_by) {
+            return Ok(None);
+        }
+        let Some(cache) = self.cache.clone() else {
+            return Err(());
+        };
+        let key = blocking(move || cache.credential_key())
+            .await
+            .ok()
+            .flatten()
+            .ok_or(())?;
+        self.client
+            .credential_id(url, led_by, &key)
+            .map(Some)
+            .ok_or(())
+    }
+
     /// Gets `req.url` through the cache and the gate.
     pub(crate) async fn cached_get(&self, req: CachedGet<'_>) -> Fetched {
-        let cache = self.cache_of(req.kind, req.mode);
+        // A private body is another user's unless it was fetched with these credentials;
+        // credentials that cannot be fingerprinted are not cached at all.
+        let mut cache = self.cache_of(req.kind, req.mode);
+        let mut credential_id = None;
+        if cache.is_some() {
+            match self.credential_id(&req.url, &req.led_by).await {
+                Ok(id) => credential_id = id,
+                Err(()) => cache = None,
+            }
+        }
         // A body in a window has its place before it is in memory: a cached one's before it
         // is loaded, a new one's once its host's turn has come (taken by the client).
         let mut window = req.window;
@@ -145,8 +199,6 @@ impl Context {
             window = None;
         }
         let (mut cached, corrupt) = load(cache.as_ref(), req.key).await;
-        // A private body is another user's unless it was fetched with these credentials.
-        let credential_id = self.client.credential_id(&req.url);
         cached = cached.filter(|e| e.meta.credential_id == credential_id);
         let mut warnings = Vec::new();
         if let Some(msg) = corrupt {
@@ -168,7 +220,9 @@ impl Context {
         };
         if let Some(entry) = cached.take_if(|e| fresh(e)) {
             let until = entry.meta.is_fresh(now_ms, cap);
+            let lineage = lineage_of(&req.led_by, &entry);
             let mut f = Fetched::new(Got::Cached(entry, FeedStatus::Ok));
+            f.lineage = lineage;
             f.fresh_until_ms = until;
             f.warnings = warnings;
             f.window = held;
@@ -183,6 +237,7 @@ impl Context {
                 accept: req.accept,
                 refuse: req.refuse,
                 hops: req.hops,
+                led_by: req.led_by.clone(),
                 window,
             })
             .await;
@@ -192,10 +247,12 @@ impl Context {
                 .map(|w| (w.code, w.message)),
         );
         let mut fresh_until_ms = None;
+        let mut lineage = Lineage::none();
         let got = match ex.result {
             Ok(resp) if resp.not_modified => match self.not_modified(&cache, cached, &resp).await {
                 Ok(entry) => {
                     fresh_until_ms = entry.meta.is_fresh(crate::cache::now_ms(), cap);
+                    lineage = resp.lineage;
                     Got::Cached(entry, FeedStatus::NotModified)
                 }
                 Err(e) => Got::Failed(e),
@@ -206,6 +263,7 @@ impl Context {
                     let key = req.key.to_owned();
                     let _ = blocking(move || c.forget(&key)).await;
                 }
+                lineage = resp.lineage.clone();
                 Got::Fresh(resp)
             }
             Ok(resp) => {
@@ -214,11 +272,19 @@ impl Context {
                     .lifetime
                     .filter(|_| !resp.freshness.no_cache)
                     .map(|l| resp.received_ms + l.min(cap).as_millis() as u64);
+                // Whether the request's own hops (not what led to it) went over https.
+                let via_https = resp
+                    .lineage
+                    .steps()
+                    .iter()
+                    .skip(req.led_by.steps().len())
+                    .any(|u| u.scheme() == "https");
                 let (resp, store_warning) =
-                    store_fresh(cache.as_ref(), req.key, resp, credential_id).await;
+                    store_fresh(cache.as_ref(), req.key, resp, credential_id, via_https).await;
                 if let Some(w) = store_warning {
                     warnings.push((WarningCode::CacheWriteFailed, w));
                 }
+                lineage = resp.lineage.clone();
                 Got::Fresh(resp)
             }
             Err(err) => match cached {
@@ -237,6 +303,7 @@ impl Context {
                             err.code().as_str()
                         ),
                     ));
+                    lineage = lineage_of(&req.led_by, &entry);
                     Got::Stale(entry)
                 }
                 _ => Got::Failed(err),
@@ -249,6 +316,7 @@ impl Context {
             warnings,
             fresh_until_ms,
             window: held.or(ex.window),
+            lineage,
         }
     }
 
@@ -293,6 +361,7 @@ async fn store_fresh(
     key: &str,
     resp: Response,
     credential_id: Option<String>,
+    via_https: bool,
 ) -> (Response, Option<String>) {
     let Some(cache) = cache.cloned() else {
         return (resp, None);
@@ -309,6 +378,7 @@ async fn store_fresh(
             freshness: resp.freshness,
             credentialed: resp.credentialed,
             credential_id: credential_id.as_deref(),
+            via_https,
         };
         let warning = cache.store(&req, &resp.body).err().map(|e| e.to_string());
         (resp, warning)
@@ -328,6 +398,7 @@ async fn store_fresh(
                 received_ms: 0,
                 freshness: Default::default(),
                 credentialed: false,
+                lineage: Lineage::none(),
             },
             Some(e.to_string()),
         ),

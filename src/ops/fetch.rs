@@ -11,7 +11,7 @@ use crate::cache::{Entry, Kind};
 use crate::date;
 use crate::error::Error;
 use crate::feed::{self, Built};
-use crate::http::ACCEPT_FEEDS;
+use crate::http::{ACCEPT_FEEDS, Lineage};
 use crate::inputs::{Input, Source};
 use crate::model::{
     FeedMeta, FeedResult, FeedStatus, FetchOutput, SCHEMA_VERSION, Truncation, Warning,
@@ -24,6 +24,8 @@ struct FeedOutcome {
     feed: FeedResult,
     warnings: Vec<Warning>,
     built: Built,
+    /// The chain the feed was read through: its items' pages are requests it led to.
+    lineage: Lineage,
 }
 
 fn blank(feed_url: &str) -> FeedResult {
@@ -53,6 +55,7 @@ impl FeedOutcome {
             feed,
             warnings: Vec::new(),
             built: Built::default(),
+            lineage: Lineage::none(),
         }
     }
 
@@ -93,7 +96,8 @@ pub async fn fetch_feeds(
     // With `--articles`, an item's page is read as soon as its feed is in, beside the
     // other feeds: the gate queues each page on its host like any send, so a strict
     // host's pages never hold up another host's feeds.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize, Input)>();
+    let (tx, mut rx) =
+        tokio::sync::mpsc::unbounded_channel::<(usize, usize, Input, std::sync::Arc<Lineage>)>();
     // With `--dedupe drop`, a page is not read for an item certain to be dropped.
     let claims = super::dedupe::Claims::default();
     let claims = &claims;
@@ -117,6 +121,7 @@ pub async fn fetch_feeds(
                             super::Dedupe::Drop => claims.claim(index, &o.feed.items),
                             _ => Vec::new(),
                         };
+                        let lineage = std::sync::Arc::new(o.lineage.clone());
                         for (i, item) in o.feed.items.iter().enumerate() {
                             if doomed.contains(&i) {
                                 continue;
@@ -125,7 +130,7 @@ pub async fn fetch_feeds(
                                 .url
                                 .as_deref()
                                 .map_or_else(crate::inputs::no_link, crate::inputs::classify_link);
-                            let _ = tx.send((index, i, page));
+                            let _ = tx.send((index, i, page, lineage.clone()));
                         }
                     }
                     o
@@ -149,8 +154,8 @@ pub async fn fetch_feeds(
         loop {
             tokio::select! {
                 msg = rx.recv(), if open => match msg {
-                    Some((f, i, input)) => running.push(async move {
-                        (f, i, super::article::read_cut(ctx, input, &aopts, deadline, share).await)
+                    Some((f, i, input, led_by)) => running.push(async move {
+                        (f, i, super::article::read_cut(ctx, input, &led_by, &aopts, deadline, share).await)
                     }),
                     None => open = false,
                 },
@@ -226,7 +231,14 @@ async fn fetch_one(
     match input.source {
         Source::Invalid(err) => FeedOutcome::failed(&feed_url, &err),
         Source::File(path) => match ctx.read_local(&feed_url, &path).await {
-            Ok(body) => from_body(&feed_url, body, None, None, opts).await,
+            Ok(body) => {
+                let mut o = from_body(&feed_url, body, None, None, opts).await;
+                // Its items' links are a document's, not the caller's own.
+                let file = Url::from_file_path(std::path::absolute(&path).unwrap_or(path))
+                    .unwrap_or_else(|_| Url::parse("file:///").expect("a valid URL"));
+                o.lineage = Lineage::none().then(&file);
+                o
+            }
             Err(e) => FeedOutcome::failed(&feed_url, &e),
         },
         Source::Http(url) => fetch_http(ctx, &feed_url, url, opts, deadline).await,
@@ -287,6 +299,7 @@ async fn from_body(
                 feed,
                 warnings: Vec::new(),
                 built: p.built,
+                lineage: Lineage::none(),
             };
             for (code, msg) in warnings {
                 o.warn(code, msg);
@@ -344,6 +357,7 @@ async fn fetch_http(
             refuse: None,
             hops: None,
             window: None,
+            led_by: Lineage::none(),
         })
         .await;
     let mut o = match f.got {
@@ -376,6 +390,7 @@ async fn fetch_http(
     o.feed.attempts = f.attempts;
     o.feed.gate_wait_ms = f.gate_wait.as_millis() as u64;
     o.feed.fresh_until = f.fresh_until_ms.and_then(super::format_ms);
+    o.lineage = f.lineage;
     for (code, msg) in f.warnings {
         o.warn(code, msg);
     }

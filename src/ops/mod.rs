@@ -28,6 +28,7 @@ use crate::http::Client;
 use crate::model::{CacheListOutput, SCHEMA_VERSION, Warning};
 use crate::payload::Payload;
 
+pub use crate::http::Lineage;
 pub use crate::readers::{
     MARK_MAX_AGE, MAX_DELIVERIES, MAX_MARKS_PER_FEED, MAX_NAME_CHARS, ReaderId, Scope,
     TOKEN_LIFETIME, View,
@@ -43,7 +44,7 @@ pub use readers::{
     Caller, ReaderRequest, ack, deliver, fetch_unseen, open_view, readers_forget, readers_list,
 };
 pub use request::{CachePolicy, FetchRequest};
-pub use show::{ShowOptions, show_item};
+pub use show::{ShowOptions, show_item, show_item_traced};
 
 /// What one process shares between all operations: one HTTP client (so one gate and one
 /// connection pool), the cache, and the configuration.

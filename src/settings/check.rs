@@ -247,13 +247,17 @@ fn matcher(src: &Source<'_>, at: usize, r: &file::SiteRule) -> Result<Matcher> {
         .unwrap_or_default()
         .trim_end_matches('.')
         .to_ascii_lowercase();
+    // The port as written: the URL parser drops a scheme's default port (`:80` under
+    // `http://`), which a second parse under another scheme keeps.
+    let port = url.port().or_else(|| {
+        Url::parse(&format!("https://{text}/"))
+            .ok()
+            .and_then(|u| u.port())
+    });
     if !site {
-        return Ok(Matcher::Host {
-            host,
-            port: url.port(),
-        });
+        return Ok(Matcher::Host { host, port });
     }
-    if url.port().is_some() {
+    if port.is_some() {
         return Err(src.at(
             raw,
             "site is a domain, with no port: use host = \"name:port\" for one port",

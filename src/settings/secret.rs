@@ -95,6 +95,12 @@ mod tests {
             let why = open.value.unwrap_err();
             assert!(why.contains("readable by other users"), "{why}");
             assert!(!why.contains("tok-123"));
+            // Issue 35: a file others may write may hold what they chose.
+            for mode in [0o620, 0o602, 0o622] {
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+                let why = load(SecretRef::File(path.clone()), &env).value.unwrap_err();
+                assert!(why.contains("writable by other users"), "{mode:o}: {why}");
+            }
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         }
         let private = load(SecretRef::File(path), &env);

@@ -12,6 +12,7 @@ mod announced;
 
 mod cache;
 mod cli;
+mod credentials;
 mod formats;
 mod limits;
 mod mcp;
