@@ -31,6 +31,8 @@ pub(crate) struct Extracted {
     pub published: Option<String>,
     /// The extractor's lead image, as written.
     pub image: Option<String>,
+    /// The article's text as the extractor read it (for guessing its language).
+    pub text: String,
 }
 
 /// A block of dom_smoothie's article is kept when at least this share of its word 4-grams
@@ -47,10 +49,10 @@ pub(crate) const CHECKED_MAX_BYTES: usize = 2 << 20;
 
 /// The most nesting cost ([`crate::shape::measured`]: the sum of every element's depth) of
 /// a page trafilatura checks; a costlier one is dom_smoothie's alone. trafilatura's memory
-/// grows with it (a 400 KB page of 50,000 paragraphs under 120 formatting elements, cost
-/// past any bound, took 1.2 GB); the 181 pages of the extraction benchmark cost at most
-/// 36,000 (a median 9,000), Readability's test pages at most 162,000.
-pub(crate) const CHECKED_MAX_COST: u64 = 1_000_000;
+/// grows with it, about 290 bytes a unit (8,000 paragraphs under 120 nested `<span>`, cost
+/// 968,000, took 273 MB whether the page was 0.2 or 2 MB); the 181 pages of the extraction
+/// benchmark cost at most 36,000 (a median 9,000), Readability's test pages at most 162,000.
+pub(crate) const CHECKED_MAX_COST: u64 = 200_000;
 
 /// Elements that hold a block of text; only the innermost are judged.
 const BLOCKS: &str =
@@ -66,16 +68,18 @@ pub(crate) fn extract(
     url: &Url,
     stop: &super::Stop,
 ) -> Result<(Option<Extracted>, bool), super::Stopped> {
-    let (readability, readerable) = readability(html, url);
+    let doc = super::tree::build(html, stop)?;
+    let (readability, readerable) = readability(doc, url);
     stop.check()?;
+    // trafilatura reads the page in the language of dom_smoothie's article (see
+    // [`stop_word_language`]); it costs memory and time with a page's size and its nesting
+    // (see the two bounds): past either it is left out, and dom_smoothie's article stands
+    // alone.
     let lang = readability
         .as_ref()
-        .and_then(|r| r.lang.as_deref())
-        .and_then(primary_tag);
-    // trafilatura costs memory and time with a page's size and its nesting (see the two
-    // bounds): past either it is left out, and dom_smoothie's article stands alone.
+        .and_then(|r| stop_word_language(&r.text));
     let blocks = if html.len() <= CHECKED_MAX_BYTES && cost <= CHECKED_MAX_COST {
-        trafilatura(html, url, lang.as_deref())
+        trafilatura(html, url, lang)
     } else {
         None
     };
@@ -112,17 +116,19 @@ fn some(s: Option<String>) -> Option<String> {
     s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
 }
 
-/// dom_smoothie's article and metadata, and its `is_probably_readable`.
-fn readability(html: &str, url: &Url) -> (Option<Extracted>, bool) {
-    let Ok(mut r) = dom_smoothie::Readability::new(html, Some(url.as_str()), None) else {
+/// dom_smoothie's article and metadata from the page's tree, and its `is_probably_readable`.
+fn readability(doc: dom_query::Document, url: &Url) -> (Option<Extracted>, bool) {
+    let Ok(mut r) = dom_smoothie::Readability::with_document(doc, Some(url.as_str()), None) else {
         return (None, false);
     };
     let readerable = r.is_probably_readable();
     let Ok(a) = r.parse() else {
         return (None, readerable);
     };
+    let found = !a.text_content.trim().is_empty();
     let extracted = Extracted {
         html: a.content.to_string(),
+        text: a.text_content.to_string(),
         title: some(Some(a.title)),
         byline: some(a.byline),
         excerpt: some(a.excerpt),
@@ -131,37 +137,91 @@ fn readability(html: &str, url: &Url) -> (Option<Extracted>, bool) {
         published: some(a.published_time),
         image: some(a.image),
     };
-    let found = !a.text_content.trim().is_empty();
     (found.then_some(extracted), readerable)
 }
 
-/// The primary language subtag of a language tag, lower-cased (`en` of `en-GB`).
-fn primary_tag(lang: &str) -> Option<String> {
-    let p = lang.trim().split(['-', '_']).next()?.to_ascii_lowercase();
-    (p.len() == 2 && p.bytes().all(|b| b.is_ascii_lowercase())).then_some(p)
+/// The languages trafilatura's jusText rescue has stop words for, as trafilatura names the
+/// language it detects (ISO 639-1 from whatlang's guess).
+fn stop_words_for(lang: whatlang::Lang) -> Option<&'static str> {
+    use whatlang::Lang::*;
+    Some(match lang {
+        Ara => "ar",
+        Bul => "bg",
+        Dan => "da",
+        Deu => "de",
+        Ell => "el",
+        Eng => "en",
+        Spa => "es",
+        Pes => "fa",
+        Fin => "fi",
+        Fra => "fr",
+        Hrv => "hr",
+        Hun => "hu",
+        Ind => "id",
+        Ita => "it",
+        Kor => "ko",
+        Nld => "nl",
+        Pol => "pl",
+        Por => "pt",
+        Ron => "ro",
+        Rus => "ru",
+        Slk => "sk",
+        Slv => "sl",
+        Srp => "sr",
+        Swe => "sv",
+        Tur => "tr",
+        Ukr => "uk",
+        Urd => "ur",
+        Vie => "vi",
+        _ => return None,
+    })
 }
 
-/// trafilatura's text, its HTML and its title; `None` when it finds no text. Given the
-/// page's declared language, its jusText rescue reads that language's stop words alone:
-/// without it, it builds the set of every language's on each run (about 100 ms of a
-/// process's start). A page whose text is not in the language it declares is read again
-/// without one (with a language, trafilatura refuses such a page).
+/// The language of `text` (the article's), when trafilatura has stop words for it: whatlang's
+/// guess, as trafilatura itself guesses the language of the text it extracts.
+fn stop_word_language(text: &str) -> Option<&'static str> {
+    whatlang::detect_lang(text).and_then(stop_words_for)
+}
+
+/// The ISO 639-1 code `code`, when trafilatura has stop words for that language.
+fn stop_word_code(code: &str) -> Option<&'static str> {
+    whatlang::Lang::all()
+        .iter()
+        .filter_map(|&l| stop_words_for(l))
+        .find(|c| *c == code)
+}
+
+/// trafilatura's text, its HTML and its title; `None` when it finds no text.
+///
+/// Given a language, trafilatura checks the page's extraction against its own readability
+/// fallback and jusText, whose stop words are that language's; without one, it runs with no
+/// fallback, since its jusText would build the set of every language's stop words (about
+/// 70 ms of each process, most of the time of a page with no article) and stop words do not
+/// part boilerplate from text in a language they are not of. With a language, trafilatura
+/// refuses a page whose extracted text it finds in another: the page is read once more in
+/// the language it found.
 fn trafilatura(
     html: &str,
     url: &Url,
-    lang: Option<&str>,
+    lang: Option<&'static str>,
 ) -> Option<(String, String, Option<String>)> {
-    let opts = trafilatura::Options::default()
-        .with_fallback(true)
-        .with_url(url.clone());
-    let r = match lang {
-        Some(l) => match trafilatura::extract(html, &opts.clone().with_target_language(l)) {
-            Err(trafilatura::TrafilaturaError::LanguageMismatch { .. }) => {
-                trafilatura::extract(html, &opts)
-            }
-            other => other,
-        },
-        None => trafilatura::extract(html, &opts),
+    let run = |lang: Option<&str>| {
+        // Its date is never read (the page's own metadata gives one): its search of the
+        // page's text and markup for dates is left out.
+        let opts = trafilatura::Options::default()
+            .with_url(url.clone())
+            .with_html_date_mode(trafilatura::HtmlDateMode::Disabled);
+        let opts = match lang {
+            Some(l) => opts.with_fallback(true).with_target_language(l),
+            None => opts.with_fallback(false),
+        };
+        trafilatura::extract(html, &opts)
+    };
+    let r = match run(lang) {
+        Err(trafilatura::TrafilaturaError::LanguageMismatch { got, .. }) => {
+            run(stop_word_code(&got))
+        }
+        other => other,
     }
     .ok()?;
     if r.content_text.trim().is_empty() {
