@@ -3,7 +3,7 @@
 //! [dom_smoothie](https://crates.io/crates/dom_smoothie) (a port of Mozilla's Readability:
 //! the best-scoring container, kept whole with its structure, links and images) and
 //! [trafilatura](https://crates.io/crates/trafilatura) (a port of trafilatura: text blocks
-//! judged one by one, with its own Readability fallback). The article is dom_smoothie's,
+//! judged one by one, its own fallbacks left out). The article is dom_smoothie's,
 //! less each block of text that trafilatura did not find ([`agree`]); trafilatura's own when
 //! dom_smoothie found none, or the two chose different parts of the page. Chosen by measurement:
 //! `benches/extract-compare`.
@@ -31,8 +31,6 @@ pub(crate) struct Extracted {
     pub published: Option<String>,
     /// The extractor's lead image, as written.
     pub image: Option<String>,
-    /// The article's text as the extractor read it (for guessing its language).
-    pub text: String,
 }
 
 /// A block of dom_smoothie's article is kept when at least this share of its word 4-grams
@@ -71,15 +69,10 @@ pub(crate) fn extract(
     let doc = super::tree::build(html, stop)?;
     let (readability, readerable) = readability(doc, url);
     stop.check()?;
-    // trafilatura reads the page in the language of dom_smoothie's article (see
-    // [`stop_word_language`]); it costs memory and time with a page's size and its nesting
-    // (see the two bounds): past either it is left out, and dom_smoothie's article stands
-    // alone.
-    let lang = readability
-        .as_ref()
-        .and_then(|r| stop_word_language(&r.text));
+    // trafilatura costs memory and time with a page's size and its nesting (see the two
+    // bounds): past either it is left out, and dom_smoothie's article stands alone.
     let blocks = if html.len() <= CHECKED_MAX_BYTES && cost <= CHECKED_MAX_COST {
-        trafilatura(html, url, lang)
+        trafilatura(html, url)
     } else {
         None
     };
@@ -128,7 +121,6 @@ fn readability(doc: dom_query::Document, url: &Url) -> (Option<Extracted>, bool)
     let found = !a.text_content.trim().is_empty();
     let extracted = Extracted {
         html: a.content.to_string(),
-        text: a.text_content.to_string(),
         title: some(Some(a.title)),
         byline: some(a.byline),
         excerpt: some(a.excerpt),
@@ -140,90 +132,21 @@ fn readability(doc: dom_query::Document, url: &Url) -> (Option<Extracted>, bool)
     (found.then_some(extracted), readerable)
 }
 
-/// The languages trafilatura's jusText rescue has stop words for, as trafilatura names the
-/// language it detects (ISO 639-1 from whatlang's guess).
-fn stop_words_for(lang: whatlang::Lang) -> Option<&'static str> {
-    use whatlang::Lang::*;
-    Some(match lang {
-        Ara => "ar",
-        Bul => "bg",
-        Dan => "da",
-        Deu => "de",
-        Ell => "el",
-        Eng => "en",
-        Spa => "es",
-        Pes => "fa",
-        Fin => "fi",
-        Fra => "fr",
-        Hrv => "hr",
-        Hun => "hu",
-        Ind => "id",
-        Ita => "it",
-        Kor => "ko",
-        Nld => "nl",
-        Pol => "pl",
-        Por => "pt",
-        Ron => "ro",
-        Rus => "ru",
-        Slk => "sk",
-        Slv => "sl",
-        Srp => "sr",
-        Swe => "sv",
-        Tur => "tr",
-        Ukr => "uk",
-        Urd => "ur",
-        Vie => "vi",
-        _ => return None,
-    })
-}
-
-/// The language of `text` (the article's), when trafilatura has stop words for it: whatlang's
-/// guess, as trafilatura itself guesses the language of the text it extracts.
-fn stop_word_language(text: &str) -> Option<&'static str> {
-    whatlang::detect_lang(text).and_then(stop_words_for)
-}
-
-/// The ISO 639-1 code `code`, when trafilatura has stop words for that language.
-fn stop_word_code(code: &str) -> Option<&'static str> {
-    whatlang::Lang::all()
-        .iter()
-        .filter_map(|&l| stop_words_for(l))
-        .find(|c| *c == code)
-}
-
 /// trafilatura's text, its HTML and its title; `None` when it finds no text.
 ///
-/// Given a language, trafilatura checks the page's extraction against its own readability
-/// fallback and jusText, whose stop words are that language's; without one, it runs with no
-/// fallback, since its jusText would build the set of every language's stop words (about
-/// 70 ms of each process, most of the time of a page with no article) and stop words do not
-/// part boilerplate from text in a language they are not of. With a language, trafilatura
-/// refuses a page whose extracted text it finds in another: the page is read once more in
-/// the language it found.
-fn trafilatura(
-    html: &str,
-    url: &Url,
-    lang: Option<&'static str>,
-) -> Option<(String, String, Option<String>)> {
-    let run = |lang: Option<&str>| {
-        // Its date is never read (the page's own metadata gives one): its search of the
-        // page's text and markup for dates is left out.
-        let opts = trafilatura::Options::default()
-            .with_url(url.clone())
-            .with_html_date_mode(trafilatura::HtmlDateMode::Disabled);
-        let opts = match lang {
-            Some(l) => opts.with_fallback(true).with_target_language(l),
-            None => opts.with_fallback(false),
-        };
-        trafilatura::extract(html, &opts)
-    };
-    let r = match run(lang) {
-        Err(trafilatura::TrafilaturaError::LanguageMismatch { got, .. }) => {
-            run(stop_word_code(&got))
-        }
-        other => other,
-    }
-    .ok()?;
+/// Its own fallbacks are left out: they check its extraction against a second Readability
+/// (dom_smoothie is the first, and the article this one checks) and jusText, whose stop
+/// words are per language (with no language known, every language's: about 70 ms of each
+/// process, most of the time of a page with no article). Measured on the extraction
+/// benchmark, they cost a third of a page's time and leave the combination's F1 as it was
+/// (precision up, recall down by as much). Its date search is left out too: its date is
+/// never read (the page's own metadata gives one).
+fn trafilatura(html: &str, url: &Url) -> Option<(String, String, Option<String>)> {
+    let opts = trafilatura::Options::default()
+        .with_url(url.clone())
+        .with_fallback(false)
+        .with_html_date_mode(trafilatura::HtmlDateMode::Disabled);
+    let r = trafilatura::extract(html, &opts).ok()?;
     if r.content_text.trim().is_empty() {
         return None;
     }
