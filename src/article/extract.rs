@@ -80,8 +80,14 @@ pub(crate) fn extract(
     let found = match (readability, blocks) {
         (Some(mut r), Some((text, tr_html, title))) => {
             let theirs = tokens(&text);
-            let kept = agree(&r.html, &theirs);
             let ours = tokens(&crate::feed::render::to_plain(&r.html)).len();
+            // trafilatura found under half of what a Readability found: where its own
+            // fallback (left out) would have taken that Readability's article, dom_smoothie's
+            // (the same kind) stands as it is.
+            if theirs.len() * 2 < ours {
+                return Ok((Some(r), readerable));
+            }
+            let kept = agree(&r.html, &theirs);
             let agreed = tokens(&crate::feed::render::to_plain(&kept)).len();
             // Most of dom_smoothie's article is not in trafilatura's, and what agrees is less
             // than half of trafilatura's: the two chose different parts of the page, and
