@@ -128,6 +128,37 @@ pub mod internals {
     }
     pub use crate::feed::estimate_tokens;
 
+    /// A page read as an article in markdown on this thread within `budget` of its CPU time
+    /// (the hostile benchmark's overrun figure): `"ok"` or the error code, the CPU time the
+    /// read spent, and the `elapsed_ms` its error gave.
+    pub fn article_within(
+        html: &str,
+        url: &url::Url,
+        budget: std::time::Duration,
+    ) -> (String, std::time::Duration, Option<u64>) {
+        let (stop, _cancel_on_drop) = crate::article::Stop::new();
+        let stop = stop.started(budget);
+        let render = crate::feed::RenderOptions {
+            format: crate::feed::ContentFormat::Markdown,
+            max_content_chars: None,
+        };
+        let r = crate::article::read(
+            html.as_bytes().into(),
+            Some("text/html"),
+            url,
+            render,
+            &stop,
+        );
+        let spent = stop.spent();
+        match r {
+            Ok(_) => ("ok".to_owned(), spent, None),
+            Err(e) => {
+                let said = e.details().get("elapsed_ms").and_then(|v| v.as_u64());
+                (e.code().as_str().to_owned(), spent, said)
+            }
+        }
+    }
+
     /// How deep a tree builder nests what the extractors read of `html` (the article fuzz
     /// target's check against [`SHAPED_DEPTH_ALLOWED`]).
     pub fn shaped_depth(html: &str) -> usize {
