@@ -140,7 +140,7 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<(std::fs::File, std::fs::M
 
 /// Why a file that must be its owner's alone was not read ([`read_private`]).
 #[derive(Debug)]
-pub(crate) enum PrivateRead {
+pub enum PrivateRead {
     /// The file system said no (a missing file, a directory that cannot be read).
     Unreadable(io::Error),
     /// It is a FIFO, a device or a directory.
@@ -149,6 +149,15 @@ pub(crate) enum PrivateRead {
     Shared(u32),
     /// It holds more than the most its use allows.
     TooLarge(u64),
+}
+
+impl std::error::Error for PrivateRead {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PrivateRead::Unreadable(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for PrivateRead {

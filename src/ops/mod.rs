@@ -63,7 +63,7 @@ pub struct Context {
     /// The key this process signs page cursors with ([`pages`]).
     pub cursor_key: pages::CursorKey,
     /// The owner's config file: rules per site (shared with the client).
-    pub settings: std::sync::Arc<crate::settings::Settings>,
+    pub(crate) settings: std::sync::Arc<crate::settings::Settings>,
     /// Readers' delivery marks (under the state directory, or in the fleet's Redis), or
     /// why they cannot be kept.
     pub(crate) readers: Result<std::sync::Arc<crate::readers::Readers>, String>,
@@ -78,7 +78,7 @@ impl Context {
     }
 
     /// Builds the shared state from resolved configuration and the owner's config file.
-    pub fn with_settings(config: Config, settings: crate::settings::Settings) -> Context {
+    pub(crate) fn with_settings(config: Config, settings: crate::settings::Settings) -> Context {
         let settings = std::sync::Arc::new(settings);
         let client = Client::new(&config, crate::hosts::open(&config), settings.clone());
         let (cache, cache_warning) = match &config.cache_dir {

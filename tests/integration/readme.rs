@@ -166,7 +166,7 @@ fn the_example_config_file_is_one_the_checker_accepts() {
     let start = part.find("```toml\n").expect("a toml example") + "```toml\n".len();
     let example = &part[start..start + part[start..].find("```").unwrap()];
     let env = |name: &str| Some(format!("value of {name}"));
-    let s = rss::settings::Settings::parse(example, std::path::Path::new("/x/config.toml"), &env)
+    let s = rss::internals::Settings::parse(example, std::path::Path::new("/x/config.toml"), &env)
         .unwrap_or_else(|e| panic!("the README's example: {e}"));
     assert_eq!(s.rules.len(), 3);
     assert!(s.defaults.user_agent.is_some() && s.defaults.call_timeout_secs.is_some());
