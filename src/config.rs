@@ -65,6 +65,20 @@ pub const ENV_HOST_KEY: &str = "RSS_HOST_KEY";
 pub const ENV_MAX_FRESHNESS: &str = "RSS_MAX_FRESHNESS_SECS";
 /// Default `--max-freshness`: one hour.
 pub const DEFAULT_MAX_FRESHNESS: Duration = Duration::from_secs(3600);
+/// Environment variable: the shortest interval a watched feed that states nothing of its
+/// schedule is checked at, seconds (`--watch-min-interval`).
+pub const ENV_WATCH_MIN_INTERVAL: &str = "RSS_WATCH_MIN_INTERVAL_SECS";
+/// Environment variable: the longest interval between two checks of a watched feed,
+/// seconds (`--watch-max-interval`).
+pub const ENV_WATCH_MAX_INTERVAL: &str = "RSS_WATCH_MAX_INTERVAL_SECS";
+/// Default `--watch-min-interval`: five minutes.
+pub const DEFAULT_WATCH_MIN_INTERVAL: Duration = Duration::from_secs(300);
+/// Default `--watch-max-interval`: a day.
+pub const DEFAULT_WATCH_MAX_INTERVAL: Duration = Duration::from_secs(86_400);
+/// Default `rss mcp --max-subscriptions-per-listener`: one `subscriptions/listen`.
+pub const DEFAULT_MAX_LISTENER_SUBSCRIPTIONS: usize = 100;
+/// Default `rss mcp --max-subscriptions`: every listener's together.
+pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 1_000;
 /// Environment variable: the config file to read (`--config`).
 pub const ENV_CONFIG: &str = "RSS_CONFIG";
 /// Environment variable (for tests): moves this process's wall clock, as the host-state
@@ -90,6 +104,34 @@ pub mod limits {
     pub const CALL_TIMEOUT_SECS: RangeInclusive<u64> = 1..=86_400;
     /// The MCP server's cap on a call's `max_response_tokens`.
     pub const MAX_RESPONSE_TOKENS: RangeInclusive<u64> = 100..=10_000_000;
+    /// A watch's intervals (`--watch-min-interval`, `--watch-max-interval`), seconds.
+    pub const WATCH_INTERVAL_SECS: RangeInclusive<u64> = 1..=2_592_000;
+    /// The caps on subscriptions (`--max-subscriptions`, per listener and per server).
+    pub const SUBSCRIPTIONS: RangeInclusive<u64> = 1..=1_000_000;
+}
+
+/// How feeds are watched while someone listens (`rss mcp` subscriptions, `rss watch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchParams {
+    /// The shortest interval a feed that states nothing of its schedule is checked at.
+    pub min_interval: Duration,
+    /// The longest interval between two checks of any feed.
+    pub max_interval: Duration,
+    /// The most subscriptions one listener (one `subscriptions/listen`) holds.
+    pub max_listener_subscriptions: usize,
+    /// The most subscriptions a server holds, every listener's together.
+    pub max_subscriptions: usize,
+}
+
+impl Default for WatchParams {
+    fn default() -> Self {
+        WatchParams {
+            min_interval: DEFAULT_WATCH_MIN_INTERVAL,
+            max_interval: DEFAULT_WATCH_MAX_INTERVAL,
+            max_listener_subscriptions: DEFAULT_MAX_LISTENER_SUBSCRIPTIONS,
+            max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
+        }
+    }
 }
 
 /// Where the gate's learned host state is kept.
@@ -162,6 +204,14 @@ pub struct Overrides {
     /// Private networks are refused unless allowed (`rss mcp --http`): `Some(allowed)`,
     /// where `allowed` is `--allow-private-networks`.
     pub private_networks_by_default: Option<bool>,
+    /// `--watch-min-interval` in seconds.
+    pub watch_min_interval_secs: Option<u64>,
+    /// `--watch-max-interval` in seconds.
+    pub watch_max_interval_secs: Option<u64>,
+    /// `rss mcp --max-subscriptions`.
+    pub max_subscriptions: Option<u64>,
+    /// `rss mcp --max-subscriptions-per-listener`.
+    pub max_listener_subscriptions: Option<u64>,
 }
 
 /// Every runtime parameter, resolved once before any I/O.
@@ -209,6 +259,8 @@ pub struct Config {
     pub respect_robots: bool,
     /// The MCP server's cap on a call's `max_response_tokens` (`--max-response-tokens`).
     pub max_response_tokens: usize,
+    /// How watched feeds are checked, and the caps on subscriptions.
+    pub watch: WatchParams,
 }
 
 impl Default for Config {
@@ -233,6 +285,7 @@ impl Default for Config {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             respect_robots: false,
             max_response_tokens: DEFAULT_MAX_RESPONSE_TOKENS,
+            watch: WatchParams::default(),
         }
     }
 }
@@ -266,6 +319,59 @@ fn proxy_hosts(env: &impl Fn(&str) -> Option<String>) -> Vec<String> {
     hosts.sort();
     hosts.dedup();
     hosts
+}
+
+/// The watch's parameters: flags over the environment over the config file's
+/// `[defaults]` over the built-in defaults; the minimum may not pass the maximum.
+fn watch_params(
+    overrides: &Overrides,
+    env: &impl Fn(&str) -> Option<String>,
+    file: &Overrides,
+) -> Result<WatchParams> {
+    let mut w = WatchParams::default();
+    let interval = |flag: Option<u64>, var: &str, from_file: Option<u64>, what: &str| {
+        let secs = match flag {
+            Some(s) => Some(s),
+            None => env_number(env, var)?,
+        }
+        .or(from_file);
+        if let Some(s) = secs {
+            in_range(s, limits::WATCH_INTERVAL_SECS, what)?;
+        }
+        Ok::<_, Error>(secs.map(Duration::from_secs))
+    };
+    if let Some(d) = interval(
+        overrides.watch_min_interval_secs,
+        ENV_WATCH_MIN_INTERVAL,
+        file.watch_min_interval_secs,
+        "--watch-min-interval / RSS_WATCH_MIN_INTERVAL_SECS",
+    )? {
+        w.min_interval = d;
+    }
+    if let Some(d) = interval(
+        overrides.watch_max_interval_secs,
+        ENV_WATCH_MAX_INTERVAL,
+        file.watch_max_interval_secs,
+        "--watch-max-interval / RSS_WATCH_MAX_INTERVAL_SECS",
+    )? {
+        w.max_interval = d;
+    }
+    if w.min_interval > w.max_interval {
+        return Err(Error::usage(format!(
+            "the watch's minimum interval ({} s) is longer than its maximum ({} s)",
+            w.min_interval.as_secs(),
+            w.max_interval.as_secs()
+        )));
+    }
+    if let Some(n) = overrides.max_subscriptions {
+        in_range(n, limits::SUBSCRIPTIONS, "--max-subscriptions")?;
+        w.max_subscriptions = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    if let Some(n) = overrides.max_listener_subscriptions {
+        in_range(n, limits::SUBSCRIPTIONS, "--max-subscriptions-per-listener")?;
+        w.max_listener_subscriptions = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    Ok(w)
 }
 
 /// Where the config file is looked for: `--config`, else `RSS_CONFIG`, else
@@ -337,6 +443,7 @@ impl Config {
         file: &Overrides,
     ) -> Result<Config> {
         let mut config = Config::default();
+        config.watch = watch_params(&overrides, &env, file)?;
         let gate = &mut config.gate;
 
         let n = match overrides.host_concurrency {

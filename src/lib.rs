@@ -24,6 +24,7 @@
 //! - `payload`  — a body in chunks, freed as a parser reads it
 //! - `output`   — json / ndjson / text rendering, schema emission
 //! - `cli`      — the clap surface and the one exit path
+//! - `watch`    — watching feeds while someone listens: each feed's schedule, one check per feed
 //! - `mcp`      — the MCP server (stdio and streamable HTTP): tools delegate to `ops`
 //!
 //! The public surface is what an embedding program uses: [`ops`] (build a [`Context`] from a
@@ -62,6 +63,7 @@ pub(crate) mod stop;
 pub(crate) mod sync;
 pub(crate) mod text;
 pub(crate) mod urls;
+pub(crate) mod watch;
 
 pub use cli::main;
 pub use config::Config;

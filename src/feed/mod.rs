@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::model::Enclosure;
 use crate::payload::Payload;
 
-pub(crate) use channel::{WEEKDAYS, day_of};
+pub(crate) use channel::day_of;
 pub use content::{ContentFormat, RenderOptions, estimate_tokens, truncate_chars};
 pub use ids::item_id;
 pub use pipeline::{Built, parallel, process};

@@ -333,6 +333,17 @@ pub enum NdjsonRecord {
     Summary(Box<NdjsonSummary>),
 }
 
+/// One line of `rss watch`, tagged by `type`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WatchRecord {
+    /// A new item of a watched feed, printed once, as it appears.
+    Item(Box<NdjsonItem>),
+    /// With `--reader`: the delivery of the items printed since the last such line (of one
+    /// feed's check); `rss ack` takes its `token`.
+    Delivery(super::Delivery),
+}
+
 /// The result of `rss discover`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct DiscoverOutput {

@@ -1,0 +1,311 @@
+//! The loop that checks one watched feed while it has listeners: hold the feed's lease (a
+//! formality without a shared store), wait for the time its schedule gives, check, tell the
+//! listeners (and, through the store, every other process) of a change, plan the next
+//! check, leave what was found for whoever checks next. And the task that hears the other
+//! processes' word of changes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::check::Checked;
+use super::schedule::{self, Bounds, History, Rule};
+use super::{Event, Inner};
+
+/// How long a lease on checking a feed lives without renewal: a holder that dies (or
+/// stops listening) leaves the feed to another process within this.
+pub(crate) const LEASE_TTL: Duration = Duration::from_secs(10);
+/// How often the holder renews its lease, while it waits and while it checks.
+const LEASE_RENEW: Duration = Duration::from_secs(3);
+/// How often a process that does not hold a feed's lease tries for it.
+const LEASE_POLL: Duration = Duration::from_secs(5);
+/// How long the state a holder leaves is kept.
+const STATE_TTL: Duration = Duration::from_secs(2 * 24 * 3600);
+
+/// What the holder of a feed's lease leaves for the next one.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Shared {
+    /// The digest of the items, as last read (hex).
+    digest: Option<String>,
+    /// When the next check is due (Unix ms).
+    due_ms: u64,
+    /// Since when the fleet watches the feed (Unix ms).
+    since_ms: u64,
+    /// When a change was last seen (Unix ms).
+    changed_ms: Option<u64>,
+    /// Checks that failed in a row.
+    failures: u32,
+}
+
+/// Word of a change, as every process hears it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Word {
+    /// The feed, as subscribed.
+    feed: String,
+    /// The digest of its items now (hex).
+    digest: String,
+    /// The process that checked.
+    node: String,
+}
+
+/// Waits until Unix ms `due` on `inner`'s clock (the tokio clock underneath, so that paused
+/// time drives it), renewing `uri`'s lease meanwhile when the store is shared: `false`
+/// when the lease was lost.
+async fn wait_until(inner: &Inner, uri: &str, due: u64) -> bool {
+    loop {
+        let left = Duration::from_millis(due.saturating_sub(inner.checker.now_ms()));
+        if left.is_zero() {
+            return true;
+        }
+        if !inner.store.shared() {
+            tokio::time::sleep(left).await;
+            continue;
+        }
+        tokio::time::sleep(left.min(LEASE_RENEW)).await;
+        if !matches!(
+            inner.store.hold(uri, &inner.node, LEASE_TTL).await,
+            Ok(true)
+        ) {
+            return false;
+        }
+    }
+}
+
+/// Checks `uri` now, renewing its lease while the check runs: `None` when the lease was
+/// lost meanwhile (what the check found is left to the new holder).
+async fn check(inner: &Inner, uri: &str) -> Option<Checked> {
+    let checking = inner.checker.check(uri);
+    tokio::pin!(checking);
+    let mut lost = false;
+    loop {
+        tokio::select! {
+            c = &mut checking => return (!lost).then_some(c),
+            () = tokio::time::sleep(LEASE_RENEW), if inner.store.shared() => {
+                lost |= !matches!(inner.store.hold(uri, &inner.node, LEASE_TTL).await, Ok(true));
+            }
+        }
+    }
+}
+
+/// Checks `uri` for as long as it is watched (the task is aborted with its last listener).
+pub(super) async fn run(inner: Arc<Inner>, uri: Arc<str>) {
+    let bounds = Bounds {
+        min: inner.limits.min_interval,
+        max: inner.limits.max_interval,
+    };
+    let mut history = History {
+        since_ms: inner.checker.now_ms(),
+        ..History::default()
+    };
+    let mut due = history.since_ms;
+    let mut holding = !inner.store.shared();
+    loop {
+        if !holding {
+            match inner.store.hold(&uri, &inner.node, LEASE_TTL).await {
+                Ok(true) => {
+                    holding = true;
+                    if let Some(s) = load(&inner, &uri).await {
+                        // Another process checked it: its plan and what it found stand.
+                        due = due.max(s.due_ms);
+                        history = History {
+                            since_ms: s.since_ms.min(history.since_ms),
+                            changed_ms: s.changed_ms,
+                            failures: s.failures,
+                        };
+                        if let Some(d) = s
+                            .digest
+                            .as_deref()
+                            .and_then(|d| u64::from_str_radix(d, 16).ok())
+                        {
+                            let _ = inner.swap_digest(&uri, d);
+                        }
+                    }
+                }
+                Ok(false) => {
+                    tokio::time::sleep(LEASE_POLL).await;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::debug!("cannot hold the watch lease of {uri}: {e}");
+                    tokio::time::sleep(LEASE_POLL).await;
+                    continue;
+                }
+            }
+        }
+        if !wait_until(&inner, &uri, due).await {
+            holding = false;
+            continue;
+        }
+        let Some(checked) = check(&inner, &uri).await else {
+            holding = false;
+            continue;
+        };
+        let now = checked.findings.now_ms;
+        match (checked.digest, &checked.error) {
+            (Some(digest), _) => {
+                history.failures = 0;
+                match inner.swap_digest(&uri, digest) {
+                    Err(()) => return,
+                    Ok(None) => {
+                        let items = checked.items.clone();
+                        inner.tell(
+                            &uri,
+                            &Event::Read {
+                                uri: uri.clone(),
+                                items,
+                            },
+                        );
+                    }
+                    Ok(Some(before)) if before != digest => {
+                        history.changed_ms = Some(now);
+                        let items = checked.items.clone();
+                        inner.tell(
+                            &uri,
+                            &Event::Changed {
+                                uri: uri.clone(),
+                                items,
+                            },
+                        );
+                        publish(&inner, &uri, digest).await;
+                    }
+                    Ok(Some(_)) => {}
+                }
+            }
+            (None, error) => {
+                history.failures = history.failures.saturating_add(1);
+                if let Some(error) = error {
+                    let event = Event::Failed {
+                        uri: uri.clone(),
+                        error: error.clone(),
+                    };
+                    inner.tell(&uri, &event);
+                }
+            }
+        }
+        let (next, rule) = schedule::next(&checked.findings, &history, &bounds);
+        log_plan(&uri, now, next, rule);
+        due = next;
+        if inner.store.shared() {
+            save(&inner, &uri, &history, due, checked.digest).await;
+        }
+    }
+}
+
+fn log_plan(uri: &str, now: u64, due: u64, rule: Rule) {
+    tracing::debug!(
+        feed = uri,
+        in_ms = due.saturating_sub(now),
+        ?rule,
+        "next check planned"
+    );
+}
+
+async fn load(inner: &Inner, uri: &str) -> Option<Shared> {
+    match inner.store.load(uri).await {
+        Ok(Some(bytes)) => serde_json::from_slice(&bytes).ok(),
+        Ok(None) => None,
+        Err(e) => {
+            tracing::debug!("cannot read the watch state of {uri}: {e}");
+            None
+        }
+    }
+}
+
+async fn save(inner: &Inner, uri: &str, h: &History, due: u64, digest: Option<u64>) {
+    let known = digest.or_else(|| {
+        crate::sync::lock(&inner.state)
+            .feeds
+            .get(uri)
+            .and_then(|w| w.digest)
+    });
+    let s = Shared {
+        digest: known.map(|d| format!("{d:016x}")),
+        due_ms: due,
+        since_ms: h.since_ms,
+        changed_ms: h.changed_ms,
+        failures: h.failures,
+    };
+    let bytes = serde_json::to_vec(&s).unwrap_or_default();
+    if let Err(e) = inner.store.save(uri, &bytes, STATE_TTL).await {
+        tracing::debug!("cannot leave the watch state of {uri}: {e}");
+    }
+}
+
+async fn publish(inner: &Inner, uri: &str, digest: u64) {
+    if !inner.store.shared() {
+        return;
+    }
+    let word = Word {
+        feed: uri.to_owned(),
+        digest: format!("{digest:016x}"),
+        node: inner.node.clone(),
+    };
+    let bytes = serde_json::to_vec(&word).unwrap_or_default();
+    if let Err(e) = inner.store.publish(&bytes).await {
+        tracing::warn!("cannot tell the fleet that {uri} changed: {e}");
+    }
+}
+
+/// Hears other processes' word of changes, for as long as the watcher lives: a change of
+/// a feed this process watches is told to its listeners (read here first when the watch
+/// keeps items, since this process did not read them).
+pub(super) async fn hear(inner: Arc<Inner>) {
+    let mut rx = inner.store.messages();
+    loop {
+        let raw = match rx.recv().await {
+            Ok(raw) => raw,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("{n} watch messages were missed");
+                continue;
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        let Ok(word) = serde_json::from_slice::<Word>(&raw) else {
+            continue;
+        };
+        let Ok(digest) = u64::from_str_radix(&word.digest, 16) else {
+            continue;
+        };
+        if word.node == inner.node {
+            continue;
+        }
+        let uri: Arc<str> = Arc::from(word.feed.as_str());
+        match inner.swap_digest(&uri, digest) {
+            // Not watched here, or already known.
+            Err(()) => continue,
+            Ok(Some(before)) if before == digest => continue,
+            // Word is only ever of a change: one this process has not seen.
+            Ok(_) => {}
+        }
+        if inner.keep_items {
+            let inner = inner.clone();
+            tokio::spawn(async move {
+                let checked = inner.checker.check(&uri).await;
+                let event = match (checked.items, checked.error) {
+                    (items @ Some(_), _) => Event::Changed {
+                        uri: uri.clone(),
+                        items,
+                    },
+                    (None, Some(error)) => Event::Failed {
+                        uri: uri.clone(),
+                        error,
+                    },
+                    (None, None) => Event::Changed {
+                        uri: uri.clone(),
+                        items: None,
+                    },
+                };
+                inner.tell(&uri, &event);
+            });
+        } else {
+            inner.tell(
+                &uri,
+                &Event::Changed {
+                    uri: uri.clone(),
+                    items: None,
+                },
+            );
+        }
+    }
+}
