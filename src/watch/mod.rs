@@ -58,15 +58,6 @@ pub enum Event {
     },
 }
 
-impl Event {
-    /// The feed the event is about.
-    pub fn uri(&self) -> &str {
-        match self {
-            Event::Read { uri, .. } | Event::Changed { uri, .. } | Event::Failed { uri, .. } => uri,
-        }
-    }
-}
-
 /// Why a subscription was not taken.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
@@ -272,11 +263,6 @@ impl Watcher {
         Watcher::new(checker, store, limits, deny, keep_items)
     }
 
-    /// The limits in force.
-    pub fn limits(&self) -> Limits {
-        self.inner.limits
-    }
-
     /// Which of `uris` a listener would get now (in order, each once) and why each other
     /// one would not.
     pub fn admit(&self, uris: &[String]) -> (Vec<String>, Vec<(String, Refusal)>) {
@@ -371,29 +357,9 @@ impl Watcher {
         (listener, refused)
     }
 
-    /// Ends every listener (their `next` gives `None`) and every check.
-    pub fn close(&self) {
-        self.inner.closed.cancel();
-        let feeds: Vec<Arc<str>> = {
-            let mut state = lock(&self.inner.state);
-            let feeds = state.feeds.keys().cloned().collect();
-            state.feeds.clear();
-            feeds
-        };
-        if self.inner.store.shared() {
-            let (store, node) = (self.inner.store.clone(), self.inner.node.clone());
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(async move {
-                    for f in feeds {
-                        store.release(&f, &node).await;
-                    }
-                });
-            }
-        }
-    }
-
-    /// [`Watcher::close`], then waits (a second at most) until the leases held in a shared
-    /// store are given back, so another process takes the feeds over at once.
+    /// Ends every listener (their `next` gives `None`) and every check, then waits (a
+    /// second at most) until the leases held in a shared store are given back, so another
+    /// process takes the feeds over at once.
     pub async fn shut(&self) {
         self.inner.closed.cancel();
         let feeds: Vec<Arc<str>> = {
@@ -412,7 +378,8 @@ impl Watcher {
         }
     }
 
-    /// Feeds watched now (for tests and logs).
+    /// Feeds watched now.
+    #[cfg(test)]
     pub fn watched(&self) -> usize {
         lock(&self.inner.state).feeds.len()
     }

@@ -264,7 +264,7 @@ async fn past_the_caps_the_subscriptions_over_them_are_named_and_the_rest_are_ke
     settle().await;
     // Closing ends every listener and refuses new ones.
     let mut first = first;
-    w.close();
+    w.shut().await;
     assert!(first.next().await.is_none());
     assert_eq!(
         w.subscribe(&uris(&["http://e.com/8"])).1,
