@@ -33,3 +33,5 @@ mod selection;
 mod signals;
 mod silent;
 mod tokens;
+mod watch_mcp;
+mod watch_origin;
