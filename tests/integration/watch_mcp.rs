@@ -284,3 +284,47 @@ async fn over_stdio_subscriptions_past_the_caps_are_named_and_nothing_else_break
 async fn over_http_subscriptions_past_the_caps_are_named_and_nothing_else_breaks() {
     caps(true).await;
 }
+
+/// Two nodes of a fleet on one Redis (each its own cache, as on two machines), each with a
+/// listener of one feed: the feed is checked once per interval between them, and both
+/// listeners are told of its change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_on_one_redis_check_a_feed_once_between_them() {
+    if python_with_mcp().is_none() {
+        return;
+    }
+    let Some(store) = std::env::var("RSS_TEST_REDIS")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        eprintln!("skipped: RSS_TEST_REDIS is not set (.ci/run starts a Redis server and sets it)");
+        return;
+    };
+    let mut o = Origins::start().await;
+    let h = o.host(&[("f", fresh(1))], None).await;
+    let (c1, c2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let env = [("RSS_GATE_STORE", store.as_str())];
+    let n1 = Node::start(c1.path(), &[], &env).await;
+    let n2 = Node::start(c2.path(), &[], &env).await;
+    let config = json!({
+        "scenario": "fleet",
+        "transport": "http",
+        "urls": [n1.url, n2.url],
+        "feeds": { "f": o.feed(h, "f") },
+        "control": {
+            "bump_f": o.control_url("bump", h, "f"),
+            "count_f": o.control_url("count", h, "f"),
+        },
+    });
+    let Some(results) = run(config).await else {
+        return;
+    };
+    let checks =
+        results["fleet"]["after"].as_u64().unwrap() - results["fleet"]["before"].as_u64().unwrap();
+    eprintln!("{checks} checks in 5 s for two nodes");
+    // Each node alone checks every second: two would make about ten in five seconds.
+    assert!(
+        (2..=7).contains(&checks),
+        "{checks} checks in 5 s with max-age=1 for two nodes"
+    );
+}
