@@ -799,6 +799,56 @@ mod tests {
     }
 
     #[test]
+    fn the_watch_bounds_come_from_flags_then_environment_then_the_file() {
+        let c = Config::resolve(Overrides::default(), env_of(&[])).unwrap();
+        assert_eq!(c.watch, WatchParams::default());
+        assert_eq!(c.watch.min_interval, Duration::from_secs(300));
+        assert_eq!(c.watch.max_interval, Duration::from_secs(86_400));
+        let env = env_of(&[
+            (ENV_WATCH_MIN_INTERVAL, "60"),
+            (ENV_WATCH_MAX_INTERVAL, "3600"),
+        ]);
+        let file = Overrides {
+            watch_min_interval_secs: Some(30),
+            watch_max_interval_secs: Some(7200),
+            ..Overrides::default()
+        };
+        let flags = Overrides {
+            watch_min_interval_secs: Some(10),
+            max_subscriptions: Some(7),
+            max_listener_subscriptions: Some(3),
+            ..Overrides::default()
+        };
+        let c = Config::resolve_layers(flags, &env, &file).unwrap();
+        assert_eq!(c.watch.min_interval, Duration::from_secs(10));
+        assert_eq!(c.watch.max_interval, Duration::from_secs(3600));
+        assert_eq!(
+            (
+                c.watch.max_subscriptions,
+                c.watch.max_listener_subscriptions
+            ),
+            (7, 3)
+        );
+        let c = Config::resolve_layers(Overrides::default(), env_of(&[]), &file).unwrap();
+        assert_eq!(c.watch.max_interval, Duration::from_secs(7200));
+        // The minimum past the maximum, or either out of range, is a usage error.
+        for bad in [(600, 60), (0, 60), (60, 2_592_001)] {
+            let o = Overrides {
+                watch_min_interval_secs: Some(bad.0),
+                watch_max_interval_secs: Some(bad.1),
+                ..Overrides::default()
+            };
+            let e = Config::resolve(o, env_of(&[])).unwrap_err();
+            assert_eq!(e.code().as_str(), "USAGE_ERROR", "{bad:?}");
+        }
+        let o = Overrides {
+            max_subscriptions: Some(0),
+            ..Overrides::default()
+        };
+        assert!(Config::resolve(o, env_of(&[])).is_err());
+    }
+
+    #[test]
     fn environment_sets_the_gate_and_flags_win() {
         let env = env_of(&[
             (ENV_HOST_CONCURRENCY, "4"),
