@@ -5,6 +5,12 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+mod proxy;
+mod watch;
+
+use proxy::proxy_hosts;
+pub use watch::*;
+
 /// The default User-Agent: the tool and its version, and no invented address (a user adds
 /// their own contact with `--user-agent` / `RSS_USER_AGENT`).
 pub const DEFAULT_USER_AGENT: &str = concat!("rss/", env!("CARGO_PKG_VERSION"));
@@ -65,20 +71,6 @@ pub const ENV_HOST_KEY: &str = "RSS_HOST_KEY";
 pub const ENV_MAX_FRESHNESS: &str = "RSS_MAX_FRESHNESS_SECS";
 /// Default `--max-freshness`: one hour.
 pub const DEFAULT_MAX_FRESHNESS: Duration = Duration::from_secs(3600);
-/// Environment variable: the shortest interval a watched feed that states nothing of its
-/// schedule is checked at, seconds (`--watch-min-interval`).
-pub const ENV_WATCH_MIN_INTERVAL: &str = "RSS_WATCH_MIN_INTERVAL_SECS";
-/// Environment variable: the longest interval between two checks of a watched feed,
-/// seconds (`--watch-max-interval`).
-pub const ENV_WATCH_MAX_INTERVAL: &str = "RSS_WATCH_MAX_INTERVAL_SECS";
-/// Default `--watch-min-interval`: five minutes.
-pub const DEFAULT_WATCH_MIN_INTERVAL: Duration = Duration::from_secs(300);
-/// Default `--watch-max-interval`: a day.
-pub const DEFAULT_WATCH_MAX_INTERVAL: Duration = Duration::from_secs(86_400);
-/// Default `rss mcp --max-subscriptions-per-listener`: one `subscriptions/listen`.
-pub const DEFAULT_MAX_LISTENER_SUBSCRIPTIONS: usize = 100;
-/// Default `rss mcp --max-subscriptions`: every listener's together.
-pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 1_000;
 /// Environment variable: the config file to read (`--config`).
 pub const ENV_CONFIG: &str = "RSS_CONFIG";
 /// Environment variable (for tests): moves this process's wall clock, as the host-state
@@ -104,34 +96,6 @@ pub mod limits {
     pub const CALL_TIMEOUT_SECS: RangeInclusive<u64> = 1..=86_400;
     /// The MCP server's cap on a call's `max_response_tokens`.
     pub const MAX_RESPONSE_TOKENS: RangeInclusive<u64> = 100..=10_000_000;
-    /// A watch's intervals (`--watch-min-interval`, `--watch-max-interval`), seconds.
-    pub const WATCH_INTERVAL_SECS: RangeInclusive<u64> = 1..=2_592_000;
-    /// The caps on subscriptions (`--max-subscriptions`, per listener and per server).
-    pub const SUBSCRIPTIONS: RangeInclusive<u64> = 1..=1_000_000;
-}
-
-/// How feeds are watched while someone listens (`rss mcp` subscriptions, `rss watch`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WatchParams {
-    /// The shortest interval a feed that states nothing of its schedule is checked at.
-    pub min_interval: Duration,
-    /// The longest interval between two checks of any feed.
-    pub max_interval: Duration,
-    /// The most subscriptions one listener (one `subscriptions/listen`) holds.
-    pub max_listener_subscriptions: usize,
-    /// The most subscriptions a server holds, every listener's together.
-    pub max_subscriptions: usize,
-}
-
-impl Default for WatchParams {
-    fn default() -> Self {
-        WatchParams {
-            min_interval: DEFAULT_WATCH_MIN_INTERVAL,
-            max_interval: DEFAULT_WATCH_MAX_INTERVAL,
-            max_listener_subscriptions: DEFAULT_MAX_LISTENER_SUBSCRIPTIONS,
-            max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
-        }
-    }
 }
 
 /// Where the gate's learned host state is kept.
@@ -204,14 +168,8 @@ pub struct Overrides {
     /// Private networks are refused unless allowed (`rss mcp --http`): `Some(allowed)`,
     /// where `allowed` is `--allow-private-networks`.
     pub private_networks_by_default: Option<bool>,
-    /// `--watch-min-interval` in seconds.
-    pub watch_min_interval_secs: Option<u64>,
-    /// `--watch-max-interval` in seconds.
-    pub watch_max_interval_secs: Option<u64>,
-    /// `rss mcp --max-subscriptions`.
-    pub max_subscriptions: Option<u64>,
-    /// `rss mcp --max-subscriptions-per-listener`.
-    pub max_listener_subscriptions: Option<u64>,
+    /// The watch's flags.
+    pub watch: WatchOverrides,
 }
 
 /// Every runtime parameter, resolved once before any I/O.
@@ -288,90 +246,6 @@ impl Default for Config {
             watch: WatchParams::default(),
         }
     }
-}
-
-/// The host names of the proxies the HTTP client takes from the environment.
-fn proxy_hosts(env: &impl Fn(&str) -> Option<String>) -> Vec<String> {
-    let mut hosts: Vec<String> = [
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ]
-    .iter()
-    .filter_map(|v| env(v))
-    .filter_map(|p| {
-        let p = p.trim();
-        // A proxy may be given without a scheme (`proxy.internal:3128`).
-        let with_scheme = if p.contains("://") {
-            p.to_owned()
-        } else {
-            format!("http://{p}")
-        };
-        url::Url::parse(&with_scheme)
-            .ok()?
-            .host_str()
-            .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
-    })
-    .collect();
-    hosts.sort();
-    hosts.dedup();
-    hosts
-}
-
-/// The watch's parameters: flags over the environment over the config file's
-/// `[defaults]` over the built-in defaults; the minimum may not pass the maximum.
-fn watch_params(
-    overrides: &Overrides,
-    env: &impl Fn(&str) -> Option<String>,
-    file: &Overrides,
-) -> Result<WatchParams> {
-    let mut w = WatchParams::default();
-    let interval = |flag: Option<u64>, var: &str, from_file: Option<u64>, what: &str| {
-        let secs = match flag {
-            Some(s) => Some(s),
-            None => env_number(env, var)?,
-        }
-        .or(from_file);
-        if let Some(s) = secs {
-            in_range(s, limits::WATCH_INTERVAL_SECS, what)?;
-        }
-        Ok::<_, Error>(secs.map(Duration::from_secs))
-    };
-    if let Some(d) = interval(
-        overrides.watch_min_interval_secs,
-        ENV_WATCH_MIN_INTERVAL,
-        file.watch_min_interval_secs,
-        "--watch-min-interval / RSS_WATCH_MIN_INTERVAL_SECS",
-    )? {
-        w.min_interval = d;
-    }
-    if let Some(d) = interval(
-        overrides.watch_max_interval_secs,
-        ENV_WATCH_MAX_INTERVAL,
-        file.watch_max_interval_secs,
-        "--watch-max-interval / RSS_WATCH_MAX_INTERVAL_SECS",
-    )? {
-        w.max_interval = d;
-    }
-    if w.min_interval > w.max_interval {
-        return Err(Error::usage(format!(
-            "the watch's minimum interval ({} s) is longer than its maximum ({} s)",
-            w.min_interval.as_secs(),
-            w.max_interval.as_secs()
-        )));
-    }
-    if let Some(n) = overrides.max_subscriptions {
-        in_range(n, limits::SUBSCRIPTIONS, "--max-subscriptions")?;
-        w.max_subscriptions = usize::try_from(n).unwrap_or(usize::MAX);
-    }
-    if let Some(n) = overrides.max_listener_subscriptions {
-        in_range(n, limits::SUBSCRIPTIONS, "--max-subscriptions-per-listener")?;
-        w.max_listener_subscriptions = usize::try_from(n).unwrap_or(usize::MAX);
-    }
-    Ok(w)
 }
 
 /// Where the config file is looked for: `--config`, else `RSS_CONFIG`, else
@@ -796,56 +670,6 @@ mod tests {
         assert_eq!(c.gate.max_gate_wait, Duration::from_secs(60));
         assert_eq!(c.concurrency, 8);
         assert_eq!(c.timeout, Duration::from_secs(30));
-    }
-
-    #[test]
-    fn the_watch_bounds_come_from_flags_then_environment_then_the_file() {
-        let c = Config::resolve(Overrides::default(), env_of(&[])).unwrap();
-        assert_eq!(c.watch, WatchParams::default());
-        assert_eq!(c.watch.min_interval, Duration::from_secs(300));
-        assert_eq!(c.watch.max_interval, Duration::from_secs(86_400));
-        let env = env_of(&[
-            (ENV_WATCH_MIN_INTERVAL, "60"),
-            (ENV_WATCH_MAX_INTERVAL, "3600"),
-        ]);
-        let file = Overrides {
-            watch_min_interval_secs: Some(30),
-            watch_max_interval_secs: Some(7200),
-            ..Overrides::default()
-        };
-        let flags = Overrides {
-            watch_min_interval_secs: Some(10),
-            max_subscriptions: Some(7),
-            max_listener_subscriptions: Some(3),
-            ..Overrides::default()
-        };
-        let c = Config::resolve_layers(flags, &env, &file).unwrap();
-        assert_eq!(c.watch.min_interval, Duration::from_secs(10));
-        assert_eq!(c.watch.max_interval, Duration::from_secs(3600));
-        assert_eq!(
-            (
-                c.watch.max_subscriptions,
-                c.watch.max_listener_subscriptions
-            ),
-            (7, 3)
-        );
-        let c = Config::resolve_layers(Overrides::default(), env_of(&[]), &file).unwrap();
-        assert_eq!(c.watch.max_interval, Duration::from_secs(7200));
-        // The minimum past the maximum, or either out of range, is a usage error.
-        for bad in [(600, 60), (0, 60), (60, 2_592_001)] {
-            let o = Overrides {
-                watch_min_interval_secs: Some(bad.0),
-                watch_max_interval_secs: Some(bad.1),
-                ..Overrides::default()
-            };
-            let e = Config::resolve(o, env_of(&[])).unwrap_err();
-            assert_eq!(e.code().as_str(), "USAGE_ERROR", "{bad:?}");
-        }
-        let o = Overrides {
-            max_subscriptions: Some(0),
-            ..Overrides::default()
-        };
-        assert!(Config::resolve(o, env_of(&[])).is_err());
     }
 
     #[test]

@@ -68,8 +68,8 @@ fn run_main() -> u8 {
         if let Command::Mcp(m) = &cli.command {
             o.call_timeout_secs = m.call_timeout;
             o.max_response_tokens = m.max_response_tokens;
-            o.max_subscriptions = m.max_subscriptions;
-            o.max_listener_subscriptions = m.max_subscriptions_per_listener;
+            o.watch.max_subscriptions = m.max_subscriptions;
+            o.watch.max_listener_subscriptions = m.max_subscriptions_per_listener;
             if m.http.is_some() {
                 o.private_networks_by_default = Some(m.allow_private_networks);
             }
@@ -227,16 +227,17 @@ fn overrides(g: &GlobalArgs) -> Result<Overrides> {
         respect_robots: None,
         max_response_tokens: None,
         private_networks_by_default: None,
-        watch_min_interval_secs: interval_flag(
-            g.watch_min_interval.as_deref(),
-            "--watch-min-interval",
-        )?,
-        watch_max_interval_secs: interval_flag(
-            g.watch_max_interval.as_deref(),
-            "--watch-max-interval",
-        )?,
-        max_subscriptions: None,
-        max_listener_subscriptions: None,
+        watch: crate::config::WatchOverrides {
+            min_interval_secs: interval_flag(
+                g.watch_min_interval.as_deref(),
+                "--watch-min-interval",
+            )?,
+            max_interval_secs: interval_flag(
+                g.watch_max_interval.as_deref(),
+                "--watch-max-interval",
+            )?,
+            ..Default::default()
+        },
         max_freshness_secs: g
             .max_freshness
             .as_deref()
