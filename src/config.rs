@@ -316,8 +316,10 @@ impl Config {
         env: impl Fn(&str) -> Option<String>,
         file: &Overrides,
     ) -> Result<Config> {
-        let mut config = Config::default();
-        config.watch = watch_params(&overrides, &env, file)?;
+        let mut config = Config {
+            watch: watch_params(&overrides, &env, file)?,
+            ..Config::default()
+        };
         let gate = &mut config.gate;
 
         let n = match overrides.host_concurrency {

@@ -240,6 +240,7 @@ async def caps():
 
 
 async def fleet():
+    # Two servers: over HTTP two nodes' URLs; over stdio two processes of one machine.
     f = CONFIG["feeds"]["f"]
     async with client(0) as c1, client(1) as c2:
         async with c1.listen(resource_subscriptions=[f]) as s1:

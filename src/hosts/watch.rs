@@ -2,15 +2,21 @@
 //! feed (a lease), what its last check found and when the next is due (a small state), and
 //! word that a feed changed (a message every process hears).
 //!
-//! Without a shared store each process watches on its own ([`LocalWatch`]: every lease is
-//! granted, nothing is shared, no word comes). With the fleet's Redis ([`RedisWatch`]), per
-//! feed, under the hash tag of the feed URL's digest (so one feed's keys share a slot):
+//! With host state in files (the default), the processes of a machine meet under the cache
+//! directory ([`FileWatch`]): `watch/DIGEST.lock`, an advisory lock its holder keeps while it
+//! watches the feed (the kernel drops a dead process's), and `watch/DIGEST.json`, the state it
+//! leaves; the others learn of a change from that state, read every second. With host state
+//! off, each process watches on its own ([`LocalWatch`]). With the fleet's Redis
+//! ([`RedisWatch`]), per feed, under the hash tag of the feed URL's digest (so one feed's keys
+//! share a slot):
 //! - `rss:watch:v1:{DIGEST}:lease` — the checker's token, taken with `SET NX PX` and kept
 //!   alive by its holder (`PEXPIRE` while it still holds it); a holder that dies frees it
 //!   within its lifetime;
 //! - `rss:watch:v1:{DIGEST}` — the state the holder leaves for the next one, expiring;
 //! - channel `rss:watch:v1:changes` — one message per change, heard by every process.
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +30,8 @@ use tokio::sync::broadcast;
 use super::StoreError;
 use super::redis::{OP_TIMEOUT, RETRY_MAX, RETRY_MIN, redacted};
 use crate::config::{Config, HostStateSetting};
+use crate::lockfile::HeldLock;
+use crate::sync::lock;
 
 /// Messages kept for a slow listener before the oldest are dropped.
 const BACKLOG: usize = 1024;
@@ -48,6 +56,11 @@ return 0";
 pub(crate) trait WatchStore: Send + Sync + std::fmt::Debug {
     /// Whether other processes share it: leases and messages mean something.
     fn shared(&self) -> bool;
+    /// Whether word of a change comes on a channel ([`WatchStore::messages`]); without one,
+    /// the processes that do not check a feed read its state for the digest it holds.
+    fn has_channel(&self) -> bool {
+        self.shared()
+    }
     /// Takes (or renews) the lease on checking `feed` as `holder`, for `ttl`: whether
     /// `holder` holds it now.
     fn hold<'a>(
@@ -84,7 +97,154 @@ pub(crate) fn open(config: &Config) -> Arc<dyn WatchStore> {
                 Arc::new(LocalWatch::default())
             }
         },
-        HostStateSetting::Files | HostStateSetting::Off => Arc::new(LocalWatch::default()),
+        HostStateSetting::Files => match &config.cache_dir {
+            Some(dir) => Arc::new(FileWatch::new(dir.join("watch"))),
+            None => Arc::new(LocalWatch::default()),
+        },
+        HostStateSetting::Off => Arc::new(LocalWatch::default()),
+    }
+}
+
+/// The longest state file read.
+const STATE_MAX_BYTES: u64 = 64 * 1024;
+
+/// Watches shared by the processes of one machine, through files.
+#[derive(Debug)]
+pub(crate) struct FileWatch {
+    dir: PathBuf,
+    /// The leases this process holds, by tag.
+    held: std::sync::Mutex<HashMap<String, HeldLock>>,
+    silent: broadcast::Sender<Arc<[u8]>>,
+}
+
+impl FileWatch {
+    /// Watches met in `dir` (made on first use).
+    pub(crate) fn new(dir: PathBuf) -> FileWatch {
+        FileWatch {
+            dir,
+            held: Default::default(),
+            silent: broadcast::channel(1).0,
+        }
+    }
+
+    fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
+        let path = path.display().to_string();
+        move |source| StoreError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
+/// Runs file work off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(StoreError::Io {
+            action: "cannot finish file work of a watch",
+            path: String::new(),
+            source: std::io::Error::other(e),
+        })
+    })
+}
+
+impl WatchStore for FileWatch {
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn has_channel(&self) -> bool {
+        false
+    }
+
+    fn hold<'a>(
+        &'a self,
+        feed: &'a str,
+        _: &'a str,
+        _: Duration,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let t = tag(feed);
+            if lock(&self.held).contains_key(&t) {
+                return Ok(true);
+            }
+            let (dir, path) = (self.dir.clone(), self.dir.join(format!("{t}.lock")));
+            let taken = blocking(move || {
+                std::fs::create_dir_all(&dir).map_err(FileWatch::io("cannot create", &dir))?;
+                HeldLock::try_take(&path).map_err(FileWatch::io("cannot lock", &path))
+            })
+            .await?;
+            Ok(match taken {
+                Some(held) => {
+                    lock(&self.held).insert(t, held);
+                    true
+                }
+                None => false,
+            })
+        })
+    }
+
+    fn release<'a>(&'a self, feed: &'a str, _: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let held = lock(&self.held).remove(&tag(feed));
+            if let Some(held) = held {
+                let _ = tokio::task::spawn_blocking(move || drop(held)).await;
+            }
+        })
+    }
+
+    fn load<'a>(&'a self, feed: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>> {
+        Box::pin(async move {
+            let path = self.dir.join(format!("{}.json", tag(feed)));
+            blocking(move || {
+                use std::io::Read;
+                let file = match std::fs::File::open(&path) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                    r => r.map_err(FileWatch::io("cannot read", &path))?,
+                };
+                let mut bytes = Vec::new();
+                file.take(STATE_MAX_BYTES)
+                    .read_to_end(&mut bytes)
+                    .map_err(FileWatch::io("cannot read", &path))?;
+                Ok(Some(bytes))
+            })
+            .await
+        })
+    }
+
+    fn save<'a>(
+        &'a self,
+        feed: &'a str,
+        state: &'a [u8],
+        _: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let (dir, bytes) = (self.dir.clone(), state.to_vec());
+            let path = self.dir.join(format!("{}.json", tag(feed)));
+            blocking(move || {
+                use std::io::Write;
+                std::fs::create_dir_all(&dir).map_err(FileWatch::io("cannot create", &dir))?;
+                let mut tmp = tempfile::NamedTempFile::new_in(&dir)
+                    .map_err(FileWatch::io("cannot write in", &dir))?;
+                tmp.write_all(&bytes)
+                    .map_err(FileWatch::io("cannot write in", &dir))?;
+                tmp.persist(&path)
+                    .map_err(|e| FileWatch::io("cannot rename into place", &path)(e.error))?;
+                Ok(())
+            })
+            .await
+        })
+    }
+
+    fn publish<'a>(&'a self, _: &'a [u8]) -> BoxFuture<'a, Result<(), StoreError>> {
+        // The state the holder leaves carries the word.
+        Box::pin(async { Ok(()) })
+    }
+
+    fn messages(&self) -> broadcast::Receiver<Arc<[u8]>> {
+        self.silent.subscribe()
     }
 }
 
@@ -354,6 +514,32 @@ mod tests {
         let mut rx = s.messages();
         assert!(rx.try_recv().is_err());
         assert_eq!(s.load("http://a/").await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn on_one_machine_one_process_holds_a_feed_and_leaves_its_state_to_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let (one, two) = (
+            FileWatch::new(dir.path().join("watch")),
+            FileWatch::new(dir.path().join("watch")),
+        );
+        assert!(one.shared() && !one.has_channel());
+        let (feed, ttl) = ("http://a/feed", Duration::from_secs(1));
+        assert!(one.hold(feed, "n1", ttl).await.unwrap());
+        assert!(one.hold(feed, "n1", ttl).await.unwrap());
+        assert!(!two.hold(feed, "n2", ttl).await.unwrap());
+        assert!(two.hold("http://b/feed", "n2", ttl).await.unwrap());
+        assert_eq!(two.load(feed).await.unwrap(), None);
+        one.save(feed, b"{\"digest\":\"1\"}", ttl).await.unwrap();
+        assert_eq!(
+            two.load(feed).await.unwrap().unwrap(),
+            b"{\"digest\":\"1\"}"
+        );
+        one.release(feed, "n1").await;
+        assert!(two.hold(feed, "n2", ttl).await.unwrap());
+        // A store dropped (its process gone) leaves its leases free.
+        drop(two);
+        assert!(one.hold(feed, "n1", ttl).await.unwrap());
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub(crate) const LEASE_TTL: Duration = Duration::from_secs(10);
 const LEASE_RENEW: Duration = Duration::from_secs(3);
 /// How often a process that does not hold a feed's lease tries for it.
 const LEASE_POLL: Duration = Duration::from_secs(5);
+/// How often it reads the state the holder leaves, for word of a change, when the store
+/// has no channel (files on one machine).
+const STATE_POLL: Duration = Duration::from_secs(1);
 /// How long the state a holder leaves is kept.
 const STATE_TTL: Duration = Duration::from_secs(2 * 24 * 3600);
 
@@ -36,6 +39,15 @@ struct Shared {
     changed_ms: Option<u64>,
     /// Checks that failed in a row.
     failures: u32,
+}
+
+impl Shared {
+    /// The digest it holds.
+    fn digest(&self) -> Option<u64> {
+        self.digest
+            .as_deref()
+            .and_then(|d| u64::from_str_radix(d, 16).ok())
+    }
 }
 
 /// Word of a change, as every process hears it.
@@ -100,30 +112,49 @@ pub(super) async fn run(inner: Arc<Inner>, uri: Arc<str>) {
     };
     let mut due = history.since_ms;
     let mut holding = !inner.store.shared();
+    let mut read_once = false;
+    let mut first_try = true;
     loop {
         if !holding {
-            match inner.store.hold(&uri, &inner.node, LEASE_TTL).await {
+            let held = inner.store.hold(&uri, &inner.node, LEASE_TTL).await;
+            let first = std::mem::replace(&mut first_try, false);
+            match held {
                 Ok(true) => {
                     holding = true;
                     if let Some(s) = load(&inner, &uri).await {
-                        // Another process checked it: its plan and what it found stand.
-                        due = due.max(s.due_ms);
+                        // Another process checked it: what it found stands, and so does its
+                        // plan when this process takes the feed over from it. A feed nobody
+                        // watched a moment ago is checked at once for its new listeners.
+                        if !first {
+                            due = due.max(s.due_ms);
+                        }
                         history = History {
                             since_ms: s.since_ms.min(history.since_ms),
                             changed_ms: s.changed_ms,
                             failures: s.failures,
                         };
-                        if let Some(d) = s
-                            .digest
-                            .as_deref()
-                            .and_then(|d| u64::from_str_radix(d, 16).ok())
-                        {
-                            let _ = inner.swap_digest(&uri, d);
+                        if let Some(d) = s.digest() {
+                            // What it last found is this process's baseline, or news.
+                            heard(&inner, &uri, d, false);
                         }
                     }
                 }
                 Ok(false) => {
-                    tokio::time::sleep(LEASE_POLL).await;
+                    if inner.keep_items && !read_once {
+                        // A watch that prints items needs them as they stand now, to know
+                        // which are new when another process says the feed changed.
+                        read_once = true;
+                        baseline(&inner, &uri).await;
+                    }
+                    if inner.store.has_channel() {
+                        tokio::time::sleep(LEASE_POLL).await;
+                    } else {
+                        // No channel: the holder's state tells of a change.
+                        if let Some(d) = load(&inner, &uri).await.and_then(|s| s.digest()) {
+                            heard(&inner, &uri, d, false);
+                        }
+                        tokio::time::sleep(STATE_POLL).await;
+                    }
                     continue;
                 }
                 Err(e) => {
@@ -145,31 +176,34 @@ pub(super) async fn run(inner: Arc<Inner>, uri: Arc<str>) {
         match (checked.digest, &checked.error) {
             (Some(digest), _) => {
                 history.failures = 0;
-                match inner.swap_digest(&uri, digest) {
+                let before = match inner.swap_digest(&uri, digest) {
                     Err(()) => return,
-                    Ok(None) => {
-                        let items = checked.items.clone();
-                        inner.tell(
-                            &uri,
-                            &Event::Read {
-                                uri: uri.clone(),
-                                items,
-                            },
-                        );
+                    Ok(before) => before,
+                };
+                let changed = before.is_some_and(|b| b != digest);
+                if changed {
+                    history.changed_ms = Some(now);
+                    publish(&inner, &uri, digest).await;
+                }
+                let items = checked.items.clone();
+                let uri2 = uri.clone();
+                if !read_once {
+                    // This process's first reading: what its listeners start from. (A change
+                    // since the digest it adopted is one for listeners of digests, not of
+                    // items.)
+                    read_once = true;
+                    inner.tell(
+                        &uri,
+                        &Event::Read {
+                            uri: uri2.clone(),
+                            items: items.clone(),
+                        },
+                    );
+                    if changed && !inner.keep_items {
+                        inner.tell(&uri, &Event::Changed { uri: uri2, items });
                     }
-                    Ok(Some(before)) if before != digest => {
-                        history.changed_ms = Some(now);
-                        let items = checked.items.clone();
-                        inner.tell(
-                            &uri,
-                            &Event::Changed {
-                                uri: uri.clone(),
-                                items,
-                            },
-                        );
-                        publish(&inner, &uri, digest).await;
-                    }
-                    Ok(Some(_)) => {}
+                } else if changed {
+                    inner.tell(&uri, &Event::Changed { uri: uri2, items });
                 }
             }
             (None, error) => {
@@ -190,6 +224,28 @@ pub(super) async fn run(inner: Arc<Inner>, uri: Arc<str>) {
             save(&inner, &uri, &history, due, checked.digest).await;
         }
     }
+}
+
+/// Reads `uri` once to learn its items as they stand (a process that does not check it).
+async fn baseline(inner: &Inner, uri: &Arc<str>) {
+    let checked = inner.checker.check(uri).await;
+    let event = match (checked.digest, checked.error) {
+        (Some(d), _) => {
+            if inner.swap_digest(uri, d).is_err() {
+                return;
+            }
+            Event::Read {
+                uri: uri.clone(),
+                items: checked.items,
+            }
+        }
+        (None, Some(error)) => Event::Failed {
+            uri: uri.clone(),
+            error,
+        },
+        (None, None) => return,
+    };
+    inner.tell(uri, &event);
 }
 
 fn log_plan(uri: &str, now: u64, due: u64, rule: Rule) {
@@ -271,41 +327,47 @@ pub(super) async fn hear(inner: Arc<Inner>) {
             continue;
         }
         let uri: Arc<str> = Arc::from(word.feed.as_str());
-        match inner.swap_digest(&uri, digest) {
-            // Not watched here, or already known.
-            Err(()) => continue,
-            Ok(Some(before)) if before == digest => continue,
-            // Word is only ever of a change: one this process has not seen.
-            Ok(_) => {}
-        }
-        if inner.keep_items {
-            let inner = inner.clone();
-            tokio::spawn(async move {
-                let checked = inner.checker.check(&uri).await;
-                let event = match (checked.items, checked.error) {
-                    (items @ Some(_), _) => Event::Changed {
-                        uri: uri.clone(),
-                        items,
-                    },
-                    (None, Some(error)) => Event::Failed {
-                        uri: uri.clone(),
-                        error,
-                    },
-                    (None, None) => Event::Changed {
-                        uri: uri.clone(),
-                        items: None,
-                    },
-                };
-                inner.tell(&uri, &event);
-            });
-        } else {
-            inner.tell(
-                &uri,
-                &Event::Changed {
+        heard(&inner, &uri, digest, true);
+    }
+}
+
+/// What another process found of `uri`: `digest`, by word of a change (`news`) or read from
+/// the state it left. One unlike this process's is told to the listeners (read here first
+/// when the watch keeps items, since this process did not read them); with nothing known
+/// yet, only word of a change is news, a state read is the baseline.
+fn heard(inner: &Arc<Inner>, uri: &Arc<str>, digest: u64, news: bool) {
+    match inner.swap_digest(uri, digest) {
+        // Not watched here, or already known.
+        Err(()) => return,
+        Ok(Some(before)) if before == digest => return,
+        Ok(None) if !news => return,
+        Ok(_) => {}
+    }
+    if inner.keep_items {
+        let (inner, uri) = (inner.clone(), uri.clone());
+        tokio::spawn(async move {
+            let checked = inner.checker.check(&uri).await;
+            let event = match (checked.items, checked.error) {
+                (items @ Some(_), _) => Event::Changed {
+                    uri: uri.clone(),
+                    items,
+                },
+                (None, Some(error)) => Event::Failed {
+                    uri: uri.clone(),
+                    error,
+                },
+                (None, None) => Event::Changed {
                     uri: uri.clone(),
                     items: None,
                 },
-            );
-        }
+            };
+            inner.tell(&uri, &event);
+        });
+    } else {
+        let event = Event::Changed {
+            uri: uri.clone(),
+            items: None,
+        };
+        inner.tell(uri, &event);
     }
 }

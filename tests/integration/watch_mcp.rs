@@ -328,3 +328,33 @@ async fn two_nodes_on_one_redis_check_a_feed_once_between_them() {
         "{checks} checks in 5 s with max-age=1 for two nodes"
     );
 }
+
+/// Two `rss mcp` processes of one machine (one cache directory, so one host-state store),
+/// each with a listener of one feed: one of them checks it, the other reads what it found,
+/// and both listeners are told of its change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_machine_check_a_feed_once_between_them() {
+    if python_with_mcp().is_none() {
+        return;
+    }
+    let mut o = Origins::start().await;
+    let h = o.host(&[("f", fresh(1))], None).await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut config = transport(None, cache.path(), &[]);
+    config["scenario"] = json!("fleet");
+    config["feeds"] = json!({ "f": o.feed(h, "f") });
+    config["control"] = json!({
+        "bump_f": o.control_url("bump", h, "f"),
+        "count_f": o.control_url("count", h, "f"),
+    });
+    let Some(results) = run(config).await else {
+        return;
+    };
+    let checks =
+        results["fleet"]["after"].as_u64().unwrap() - results["fleet"]["before"].as_u64().unwrap();
+    eprintln!("{checks} checks in 5 s for two servers on one machine");
+    assert!(
+        (2..=7).contains(&checks),
+        "{checks} checks in 5 s with max-age=1 for two servers"
+    );
+}
