@@ -180,6 +180,7 @@ async fn session(over_http: bool) {
     });
     config["control"] = json!({
         "bump_a": o.control_url("bump", notify, "a"),
+        "count_a": o.control_url("count", notify, "a"),
         "bump_c": o.control_url("bump", three, "c"),
         "count_c": o.control_url("count", three, "c"),
         "count_d": o.control_url("count", stop, "d"),
@@ -271,7 +272,10 @@ async fn caps(over_http: bool) {
         .map(|n| (n.to_string(), Value::from(o.feed(h, n))))
         .collect();
     config["feeds"] = Value::Object(feeds);
-    config["control"] = json!({ "bump_e1": o.control_url("bump", h, "e1") });
+    config["control"] = json!({
+        "bump_e1": o.control_url("bump", h, "e1"),
+        "count_e1": o.control_url("count", h, "e1"),
+    });
     run(config).await;
 }
 
