@@ -87,6 +87,9 @@ async def notify(c):
     assert [i["title"] for i in body["feeds"][0]["items"]] == ["item 2", "item 1"], body
     assert 0 < r.ttl_ms <= 1000, r.ttl_ms
     assert r.cache_scope == "public", r.cache_scope
+    # Read with credentials (the URL's own), it is one user's.
+    own = await c.read_resource(a.replace("http://", "http://me:secret@", 1))
+    assert own.cache_scope == "private", own.cache_scope
     for bad in [feeds["missing"], "ftp://example.com/feed.xml"]:
         try:
             await c.read_resource(bad)

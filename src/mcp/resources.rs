@@ -101,3 +101,40 @@ fn refused(obj: &Value) -> McpError {
         McpError::internal_error(message, data)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ErrorCode as Rpc;
+
+    fn code_of(code: &str, status: Option<u64>) -> Rpc {
+        let obj = json!({"code": code, "message": "m", "details": {"http_status": status}});
+        refused(&obj).code
+    }
+
+    #[test]
+    fn a_feed_that_cannot_be_read_is_the_revisions_error_with_its_object() {
+        // Not a feed, or a refused address: invalid params ("not found" becomes -32602 for
+        // a 2026-07-28 client, which rmcp maps).
+        assert_eq!(code_of("INVALID_URL", None), Rpc::INVALID_PARAMS);
+        assert_eq!(code_of("USAGE_ERROR", None), Rpc::INVALID_PARAMS);
+        assert_eq!(code_of("FEED_PARSE_FAILED", None), Rpc::RESOURCE_NOT_FOUND);
+        assert_eq!(
+            code_of("FEED_FETCH_FAILED", Some(404)),
+            Rpc::RESOURCE_NOT_FOUND
+        );
+        assert_eq!(
+            code_of("FEED_FETCH_FAILED", Some(410)),
+            Rpc::RESOURCE_NOT_FOUND
+        );
+        // A host that made us wait or failed: the server's error, with what to do.
+        assert_eq!(code_of("FEED_FETCH_FAILED", Some(500)), Rpc::INTERNAL_ERROR);
+        assert_eq!(code_of("RATE_LIMITED", None), Rpc::INTERNAL_ERROR);
+        assert_eq!(code_of("NETWORK_ERROR", None), Rpc::INTERNAL_ERROR);
+        let e = refused(
+            &json!({"code": "RATE_LIMITED", "message": "wait 5 s", "details": {"retry_after_seconds": 5}}),
+        );
+        assert_eq!(e.message, "wait 5 s");
+        assert_eq!(e.data.unwrap()["details"]["retry_after_seconds"], 5);
+    }
+}

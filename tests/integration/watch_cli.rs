@@ -192,7 +192,7 @@ async fn a_readers_watch_prints_what_it_has_not_acknowledged_and_marks_move_only
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_feeds_declared_schedule_is_freshness_and_the_output_says_which_rule_set_it() {
-    const TTL: &str = "<rss><channel><title>T</title><ttl>1</ttl><item><title>i</title><link>https://x.example/i</link></item></channel></rss>";
+    const TTL: &str = "<rss><channel><title>T</title><ttl>1</ttl><skipHours><hour>0</hour><hour>23</hour></skipHours><skipDays><day>Sunday</day><day>saturday</day></skipDays><item><title>i</title><link>https://x.example/i</link></item></channel></rss>";
     const SY: &str = "<rss xmlns:sy=\"http://purl.org/rss/1.0/modules/syndication/\"><channel><title>T</title><sy:updatePeriod>hourly</sy:updatePeriod><sy:updateFrequency>60</sy:updateFrequency><item><title>i</title><link>https://x.example/i</link></item></channel></rss>";
     let srv = TestServer::with_routes(vec![
         ("/ttl", Reply::xml(TTL)),
@@ -219,6 +219,12 @@ async fn a_feeds_declared_schedule_is_freshness_and_the_output_says_which_rule_s
     let count = |path: &str| srv.hits_for(path).len();
     let first = fetch(&srv.url("/ttl"), &[]);
     assert_eq!(first["fresh_by"], "ttl", "{first}");
+    assert_eq!(first["declared_ttl_seconds"], 60);
+    assert_eq!(first["skip_hours"], serde_json::json!([0, 23]));
+    assert_eq!(
+        first["skip_days"],
+        serde_json::json!(["Saturday", "Sunday"])
+    );
     let until = rss_date(&first["fresh_until"]);
     let at = chrono::Utc::now();
     assert!(
