@@ -337,8 +337,9 @@ async fn timed<T>(fut: impl Future<Output = Result<T, StoreError>>) -> Result<T,
         .unwrap_or(Err(StoreError::Timeout(OP_TIMEOUT)))
 }
 
-/// The hash tag of `feed`'s keys: a digest of its URL (a URL may hold braces).
-fn tag(feed: &str) -> String {
+/// What names `feed` in a store: a digest of its URL (a URL may hold braces, or a
+/// password, which no store ever holds).
+pub(crate) fn tag(feed: &str) -> String {
     hex::encode(&Sha256::digest(feed.as_bytes())[..12])
 }
 

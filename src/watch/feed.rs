@@ -53,7 +53,7 @@ impl Shared {
 /// Word of a change, as every process hears it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Word {
-    /// The feed, as subscribed.
+    /// The feed, as the store names it ([`crate::hosts::watch::tag`]: never its URL).
     feed: String,
     /// The digest of its items now (hex).
     digest: String,
@@ -158,7 +158,10 @@ pub(super) async fn run(inner: Arc<Inner>, uri: Arc<str>) {
                     continue;
                 }
                 Err(e) => {
-                    tracing::debug!("cannot hold the watch lease of {uri}: {e}");
+                    tracing::debug!(
+                        "cannot hold the watch lease of {}: {e}",
+                        crate::redact::text(&uri)
+                    );
                     tokio::time::sleep(LEASE_POLL).await;
                     continue;
                 }
@@ -250,7 +253,7 @@ async fn baseline(inner: &Inner, uri: &Arc<str>) {
 
 fn log_plan(uri: &str, now: u64, due: u64, rule: Rule) {
     tracing::debug!(
-        feed = uri,
+        feed = %crate::redact::text(uri),
         in_ms = due.saturating_sub(now),
         ?rule,
         "next check planned"
@@ -262,7 +265,10 @@ async fn load(inner: &Inner, uri: &str) -> Option<Shared> {
         Ok(Some(bytes)) => serde_json::from_slice(&bytes).ok(),
         Ok(None) => None,
         Err(e) => {
-            tracing::debug!("cannot read the watch state of {uri}: {e}");
+            tracing::debug!(
+                "cannot read the watch state of {}: {e}",
+                crate::redact::text(uri)
+            );
             None
         }
     }
@@ -284,7 +290,10 @@ async fn save(inner: &Inner, uri: &str, h: &History, due: u64, digest: Option<u6
     };
     let bytes = serde_json::to_vec(&s).unwrap_or_default();
     if let Err(e) = inner.store.save(uri, &bytes, STATE_TTL).await {
-        tracing::debug!("cannot leave the watch state of {uri}: {e}");
+        tracing::debug!(
+            "cannot leave the watch state of {}: {e}",
+            crate::redact::text(uri)
+        );
     }
 }
 
@@ -293,13 +302,16 @@ async fn publish(inner: &Inner, uri: &str, digest: u64) {
         return;
     }
     let word = Word {
-        feed: uri.to_owned(),
+        feed: crate::hosts::watch::tag(uri),
         digest: format!("{digest:016x}"),
         node: inner.node.clone(),
     };
     let bytes = serde_json::to_vec(&word).unwrap_or_default();
     if let Err(e) = inner.store.publish(&bytes).await {
-        tracing::warn!("cannot tell the fleet that {uri} changed: {e}");
+        tracing::warn!(
+            "cannot tell the fleet that {} changed: {e}",
+            crate::redact::text(uri)
+        );
     }
 }
 
@@ -326,8 +338,16 @@ pub(super) async fn hear(inner: Arc<Inner>) {
         if word.node == inner.node {
             continue;
         }
-        let uri: Arc<str> = Arc::from(word.feed.as_str());
-        heard(&inner, &uri, digest, true);
+        // The feeds watched here that the word names (one URL, as each listener wrote it).
+        let named: Vec<Arc<str>> = crate::sync::lock(&inner.state)
+            .feeds
+            .keys()
+            .filter(|u| crate::hosts::watch::tag(u) == word.feed)
+            .cloned()
+            .collect();
+        for uri in named {
+            heard(&inner, &uri, digest, true);
+        }
     }
 }
 
