@@ -61,6 +61,12 @@ struct Word {
     node: String,
 }
 
+/// Whether a renewal leaves the lease with this process: only a store that says another
+/// holds it takes it away (one that cannot answer is not a reason to stop checking).
+fn still_ours(renewed: Result<bool, crate::hosts::StoreError>) -> bool {
+    !matches!(renewed, Ok(false))
+}
+
 /// Waits until Unix ms `due` on `inner`'s clock (the tokio clock underneath, so that paused
 /// time drives it), renewing `uri`'s lease meanwhile when the store is shared: `false`
 /// when the lease was lost.
@@ -75,10 +81,7 @@ async fn wait_until(inner: &Inner, uri: &str, due: u64) -> bool {
             continue;
         }
         tokio::time::sleep(left.min(LEASE_RENEW)).await;
-        if !matches!(
-            inner.store.hold(uri, &inner.node, LEASE_TTL).await,
-            Ok(true)
-        ) {
+        if !still_ours(inner.store.hold(uri, &inner.node, LEASE_TTL).await) {
             return false;
         }
     }
@@ -94,7 +97,7 @@ async fn check(inner: &Inner, uri: &str) -> Option<Checked> {
         tokio::select! {
             c = &mut checking => return (!lost).then_some(c),
             () = tokio::time::sleep(LEASE_RENEW), if inner.store.shared() => {
-                lost |= !matches!(inner.store.hold(uri, &inner.node, LEASE_TTL).await, Ok(true));
+                lost |= !still_ours(inner.store.hold(uri, &inner.node, LEASE_TTL).await);
             }
         }
     }
@@ -158,12 +161,13 @@ pub(super) async fn run(inner: Arc<Inner>, uri: Arc<str>) {
                     continue;
                 }
                 Err(e) => {
-                    tracing::debug!(
-                        "cannot hold the watch lease of {}: {e}",
+                    // The store cannot say who checks: this process does, as it would with
+                    // no store (other processes may too, until the store answers again).
+                    tracing::warn!(
+                        "cannot hold the watch lease of {}, checking it here: {e}",
                         crate::redact::text(&uri)
                     );
-                    tokio::time::sleep(LEASE_POLL).await;
-                    continue;
+                    holding = true;
                 }
             }
         }

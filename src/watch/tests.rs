@@ -271,3 +271,81 @@ async fn past_the_caps_the_subscriptions_over_them_are_named_and_the_rest_are_ke
         [("http://e.com/8".to_owned(), Refusal::Closing)]
     );
 }
+
+/// A shared store that cannot be reached.
+#[derive(Debug)]
+struct Down(tokio::sync::broadcast::Sender<Arc<[u8]>>);
+
+impl WatchStore for Down {
+    fn shared(&self) -> bool {
+        true
+    }
+    fn hold<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: Duration,
+    ) -> BoxFuture<'a, Result<bool, crate::hosts::StoreError>> {
+        Box::pin(async {
+            Err(crate::hosts::StoreError::Timeout(Duration::from_millis(
+                750,
+            )))
+        })
+    }
+    fn release<'a>(&'a self, _: &'a str, _: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+    fn load<'a>(
+        &'a self,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, crate::hosts::StoreError>> {
+        Box::pin(async {
+            Err(crate::hosts::StoreError::Timeout(Duration::from_millis(
+                750,
+            )))
+        })
+    }
+    fn save<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a [u8],
+        _: Duration,
+    ) -> BoxFuture<'a, Result<(), crate::hosts::StoreError>> {
+        Box::pin(async {
+            Err(crate::hosts::StoreError::Timeout(Duration::from_millis(
+                750,
+            )))
+        })
+    }
+    fn publish<'a>(&'a self, _: &'a [u8]) -> BoxFuture<'a, Result<(), crate::hosts::StoreError>> {
+        Box::pin(async {
+            Err(crate::hosts::StoreError::Timeout(Duration::from_millis(
+                750,
+            )))
+        })
+    }
+    fn messages(&self) -> tokio::sync::broadcast::Receiver<Arc<[u8]>> {
+        self.0.subscribe()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_the_shared_store_down_a_feed_is_still_checked_on_its_schedule_and_changes_told() {
+    let fake = Fake::new();
+    let a = "http://example.com/a.xml";
+    fake.serve(a, Some(1), Some(Duration::from_secs(2)));
+    let store = Arc::new(Down(tokio::sync::broadcast::channel(1).0));
+    let w = Watcher::new(fake.clone(), store, limits(), false, false);
+    let (mut l, _) = w.subscribe(&uris(&[a]));
+    settle().await;
+    for _ in 0..5 {
+        tokio::time::advance(Duration::from_secs(1)).await;
+        settle().await;
+    }
+    assert_eq!(fake.checks_of(a), [0, 2000, 4000]);
+    fake.serve(a, Some(2), Some(Duration::from_secs(2)));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    settle().await;
+    assert!(matches!(l.next().await, Some(Event::Read { .. })));
+    assert!(matches!(l.next().await, Some(Event::Changed { .. })));
+}
