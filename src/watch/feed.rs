@@ -322,8 +322,10 @@ async fn publish(inner: &Inner, uri: &str, digest: u64) {
 /// Hears other processes' word of changes, for as long as the watcher lives: a change of
 /// a feed this process watches is told to its listeners (read here first when the watch
 /// keeps items, since this process did not read them).
-pub(super) async fn hear(inner: Arc<Inner>) {
-    let mut rx = inner.store.messages();
+pub(super) async fn hear(
+    watcher: std::sync::Weak<Inner>,
+    mut rx: tokio::sync::broadcast::Receiver<Arc<[u8]>>,
+) {
     loop {
         let raw = match rx.recv().await {
             Ok(raw) => raw,
@@ -332,6 +334,10 @@ pub(super) async fn hear(inner: Arc<Inner>) {
                 continue;
             }
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        // The watcher's own task: it ends with the watcher.
+        let Some(inner) = watcher.upgrade() else {
+            return;
         };
         let Ok(word) = serde_json::from_slice::<Word>(&raw) else {
             continue;

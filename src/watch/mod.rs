@@ -344,9 +344,10 @@ impl Watcher {
         }
         drop(state);
         if self.inner.store.shared() && !subscribed.is_empty() {
-            self.inner
-                .hearing
-                .get_or_init(|| AbortOnDrop(tokio::spawn(feed::hear(self.inner.clone()))));
+            self.inner.hearing.get_or_init(|| {
+                let rx = self.inner.store.messages();
+                AbortOnDrop(tokio::spawn(feed::hear(Arc::downgrade(&self.inner), rx)))
+            });
         }
         let listener = Listener {
             id,
