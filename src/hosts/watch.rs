@@ -543,6 +543,53 @@ mod tests {
         assert!(one.hold(feed, "n1", ttl).await.unwrap());
     }
 
+    #[tokio::test]
+    async fn in_redis_one_node_holds_a_feed_and_every_node_hears_its_word() {
+        let Ok(url) = std::env::var("RSS_TEST_REDIS") else {
+            eprintln!("skipped: RSS_TEST_REDIS is not set (.ci/run starts a Redis server)");
+            return;
+        };
+        let (one, two) = (
+            RedisWatch::open(&url).unwrap(),
+            RedisWatch::open(&url).unwrap(),
+        );
+        assert!(one.shared() && one.has_channel());
+        let feed = format!(
+            "http://me:secret@example.com/{}.xml",
+            crate::readers::random_id()
+        );
+        let ttl = Duration::from_secs(5);
+        assert!(one.hold(&feed, "n1", ttl).await.unwrap());
+        assert!(one.hold(&feed, "n1", ttl).await.unwrap());
+        assert!(!two.hold(&feed, "n2", ttl).await.unwrap());
+        two.release(&feed, "n2").await;
+        assert!(!two.hold(&feed, "n2", ttl).await.unwrap());
+        one.save(&feed, b"state", ttl).await.unwrap();
+        assert_eq!(
+            two.load(&feed).await.unwrap().as_deref(),
+            Some(&b"state"[..])
+        );
+        one.release(&feed, "n1").await;
+        assert!(two.hold(&feed, "n2", ttl).await.unwrap());
+        two.release(&feed, "n2").await;
+        // Word published by one reaches the other (once it hears the channel).
+        let mut heard = two.messages();
+        let word = format!("word {feed}");
+        let got = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                one.publish(word.as_bytes()).await.unwrap();
+                if let Ok(Ok(m)) =
+                    tokio::time::timeout(Duration::from_millis(200), heard.recv()).await
+                {
+                    return m;
+                }
+            }
+        })
+        .await
+        .expect("word within 10 s");
+        assert_eq!(&*got, word.as_bytes());
+    }
+
     #[test]
     fn a_feeds_tag_is_a_digest_whatever_its_url_holds() {
         let t = tag("http://a/{x}");
