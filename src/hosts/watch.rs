@@ -223,16 +223,21 @@ impl WatchStore for FileWatch {
         Box::pin(async move {
             let (dir, bytes) = (self.dir.clone(), state.to_vec());
             let path = self.dir.join(format!("{}.json", tag(feed)));
+            // Rewritten in place, as often as the feed is checked, so no file is made per
+            // check (what a write costs a file system most). A reader that meets it half
+            // written reads no JSON, skips it, and reads it whole a second later.
             blocking(move || {
                 use std::io::Write;
                 std::fs::create_dir_all(&dir).map_err(FileWatch::io("cannot create", &dir))?;
-                let mut tmp = tempfile::NamedTempFile::new_in(&dir)
-                    .map_err(FileWatch::io("cannot write in", &dir))?;
-                tmp.write_all(&bytes)
-                    .map_err(FileWatch::io("cannot write in", &dir))?;
-                tmp.persist(&path)
-                    .map_err(|e| FileWatch::io("cannot rename into place", &path)(e.error))?;
-                Ok(())
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(&path)
+                    .map_err(FileWatch::io("cannot write", &path))?;
+                file.write_all(&bytes)
+                    .and_then(|()| file.set_len(bytes.len() as u64))
+                    .map_err(FileWatch::io("cannot write", &path))
             })
             .await
         })
