@@ -536,7 +536,9 @@ mod tests {
         assert!(!two.hold(feed, "n2", ttl).await.unwrap());
         assert!(two.hold("http://b/feed", "n2", ttl).await.unwrap());
         assert_eq!(two.load(feed).await.unwrap(), None);
-        one.save(feed, b"{\"digest\":\"12345\"}", ttl).await.unwrap();
+        one.save(feed, b"{\"digest\":\"12345\"}", ttl)
+            .await
+            .unwrap();
         one.save(feed, b"{\"digest\":\"1\"}", ttl).await.unwrap();
         assert_eq!(
             two.load(feed).await.unwrap().unwrap(),
