@@ -25,6 +25,7 @@
 //! - `payload`  — a body in chunks, freed as a parser reads it
 //! - `output`   — json / ndjson / text rendering, schema emission
 //! - `cli`      — the clap surface and the one exit path
+//! - `watch`    — watching feeds while someone listens: each feed's schedule, one check per feed
 //! - `mcp`      — the MCP server (stdio and streamable HTTP): tools delegate to `ops`
 //!
 //! The public surface is what an embedding program uses, four modules: [`ops`] (build a
@@ -66,6 +67,7 @@ pub(crate) mod stop;
 pub(crate) mod sync;
 pub(crate) mod text;
 pub(crate) mod urls;
+pub(crate) mod watch;
 
 pub use cli::main;
 pub use config::Config;
@@ -81,9 +83,9 @@ pub use ops::Context;
 pub mod internals {
     pub use crate::cache::{Cache, StoreRequest};
     pub use crate::config::parse_duration;
-    pub use crate::settings::Settings;
     pub use crate::discover::find_feeds;
     pub use crate::feed::{item_id, parse_since, process};
+    pub use crate::settings::Settings;
 
     /// The words of `html` on one line (tags dropped, entities decoded), as the extraction
     /// benchmark scores them.

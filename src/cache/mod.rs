@@ -303,6 +303,8 @@ impl Cache {
             private: req.credentialed || req.freshness.private,
             credential_id: req.credential_id.map(str::to_owned),
             via_https: req.via_https,
+            no_cache: req.freshness.no_cache,
+            declared: req.declared,
         };
         // Written before the lock is taken; put in place (or dropped) under it.
         let written = self.write_temp(&k, &meta, body)?;
@@ -346,6 +348,7 @@ impl Cache {
                 meta.fresh_until_ms = fresh_until(received_ms, freshness);
                 meta.fresh_from_expires = freshness.from_expires;
                 meta.must_revalidate = freshness.must_revalidate;
+                meta.no_cache = freshness.no_cache;
             } else if !meta.fresh_from_expires {
                 // A 304 that says nothing of freshness keeps the stored `max-age` (and
                 // `must-revalidate`), counted again from this response (RFC 9111 §4.3.4);
@@ -366,6 +369,35 @@ impl Cache {
                 .persist(self.entry_path(&meta.feed_url))
                 .map_err(|e| Error::io("cannot rename into place", e.file.path(), e.error))?;
             Ok(Some(meta))
+        })
+    }
+
+    /// Records `declared` as the schedule the feed of `feed_url` declares, in its entry —
+    /// only while the entry still records the response that arrived at `received_ms`, the
+    /// one whose body was read (another process may have stored a newer one). Whether it
+    /// was written.
+    pub fn note_declared(
+        &self,
+        feed_url: &str,
+        received_ms: u64,
+        declared: Option<crate::cache::freshness::Declared>,
+    ) -> Result<bool> {
+        let k = key(feed_url);
+        self.with_entry_lock(&k, || {
+            let Ok(Some(entry)) = self.load_once(feed_url) else {
+                return Ok(false);
+            };
+            if entry.meta.received_ms != received_ms || entry.meta.declared == declared {
+                return Ok(false);
+            }
+            let meta = Meta {
+                declared,
+                ..entry.meta
+            };
+            self.write_temp(&k, &meta, &entry.body)?
+                .persist(self.entry_path(feed_url))
+                .map_err(|e| Error::io("cannot rename into place", e.file.path(), e.error))?;
+            Ok(true)
         })
     }
 
@@ -563,6 +595,7 @@ mod tests {
             credentialed: false,
             credential_id: None,
             via_https: false,
+            declared: None,
         }
     }
 

@@ -12,6 +12,7 @@
 
 mod classify;
 mod guard;
+pub(crate) use guard::refuse_literal;
 mod hops;
 mod lineage;
 pub(crate) mod quota;

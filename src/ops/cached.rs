@@ -67,8 +67,12 @@ pub(crate) struct Fetched {
     /// Findings for the caller's output: a damaged entry, a failed write, a stale copy
     /// served, the host store's warnings.
     pub warnings: Vec<(WarningCode, String)>,
-    /// Until when (Unix ms) the server's own freshness covers what is served, if it does.
+    /// Until when (Unix ms) the server's own freshness (or the feed's declared schedule, as
+    /// last read) covers what is served, if it does.
     pub fresh_until_ms: Option<u64>,
+    /// What the freshness of what is served is made of (`None` for a stale copy or a
+    /// failure): a feed's caller adds the schedule its body declares.
+    pub basis: Option<crate::cache::freshness::Basis>,
     /// The place in the request's window, when it asked for one and a send was made.
     pub window: Option<tokio::sync::OwnedSemaphorePermit>,
     /// The chain that got what is served (what its links lead to follows it).
@@ -83,6 +87,7 @@ impl Fetched {
             gate_wait: std::time::Duration::ZERO,
             warnings: Vec::new(),
             fresh_until_ms: None,
+            basis: None,
             window: None,
             lineage: Lineage::none(),
         }
@@ -176,6 +181,16 @@ impl Context {
             .ok_or(())
     }
 
+    /// The longest a copy of `url` is served on what its server or its feed says of its
+    /// freshness: its config rule's `max_freshness`, else `--max-freshness`.
+    pub(crate) fn freshness_cap(&self, url: &url::Url) -> std::time::Duration {
+        self.client
+            .settings()
+            .rule_for(url)
+            .and_then(|r| r.max_freshness)
+            .unwrap_or(self.config.max_freshness)
+    }
+
     /// Gets `req.url` through the cache and the gate.
     pub(crate) async fn cached_get(&self, req: CachedGet<'_>) -> Fetched {
         // A private body is another user's unless it was fetched with these credentials;
@@ -206,12 +221,7 @@ impl Context {
         }
         // A fresh copy never reaches the gate: younger than --max-age, or still covered by
         // the server's own freshness.
-        let cap = self
-            .client
-            .settings()
-            .rule_for(&req.url)
-            .and_then(|r| r.max_freshness)
-            .unwrap_or(self.config.max_freshness);
+        let cap = self.freshness_cap(&req.url);
         let now_ms = crate::cache::now_ms();
         let fresh = |e: &Entry| match req.mode {
             CacheMode::MaxAge(max) => e.meta.age(Utc::now()).is_some_and(|age| age < max),
@@ -221,9 +231,11 @@ impl Context {
         if let Some(entry) = cached.take_if(|e| fresh(e)) {
             let until = entry.meta.is_fresh(now_ms, cap);
             let lineage = lineage_of(&req.led_by, &entry);
+            let basis = entry.meta.basis();
             let mut f = Fetched::new(Got::Cached(entry, FeedStatus::Ok));
             f.lineage = lineage;
             f.fresh_until_ms = until;
+            f.basis = Some(basis);
             f.warnings = warnings;
             f.window = held;
             return f;
@@ -248,11 +260,16 @@ impl Context {
         );
         let mut fresh_until_ms = None;
         let mut lineage = Lineage::none();
+        let mut basis = None;
+        // A new body is stored with the schedule its feed declared last time (a feed's
+        // caller corrects it once the body is read, if it changed).
+        let declared = cached.as_ref().and_then(|e| e.meta.declared);
         let got = match ex.result {
             Ok(resp) if resp.not_modified => match self.not_modified(&cache, cached, &resp).await {
                 Ok(entry) => {
                     fresh_until_ms = entry.meta.is_fresh(crate::cache::now_ms(), cap);
                     lineage = resp.lineage;
+                    basis = Some(entry.meta.basis());
                     Got::Cached(entry, FeedStatus::NotModified)
                 }
                 Err(e) => Got::Failed(e),
@@ -279,8 +296,14 @@ impl Context {
                     .iter()
                     .skip(req.led_by.steps().len())
                     .any(|u| u.scheme() == "https");
+                basis = Some(basis_of(&resp, declared));
+                let stored = Stored {
+                    credential_id,
+                    via_https,
+                    declared,
+                };
                 let (resp, store_warning) =
-                    store_fresh(cache.as_ref(), req.key, resp, credential_id, via_https).await;
+                    store_fresh(cache.as_ref(), req.key, resp, stored).await;
                 if let Some(w) = store_warning {
                     warnings.push((WarningCode::CacheWriteFailed, w));
                 }
@@ -315,6 +338,7 @@ impl Context {
             gate_wait: ex.gate_wait,
             warnings,
             fresh_until_ms,
+            basis,
             window: held.or(ex.window),
             lineage,
         }
@@ -354,15 +378,47 @@ impl Context {
     }
 }
 
+/// What the freshness of a new response is made of (with the schedule its feed declared
+/// when last read).
+fn basis_of(
+    resp: &Response,
+    declared: Option<crate::cache::freshness::Declared>,
+) -> crate::cache::freshness::Basis {
+    crate::cache::freshness::Basis {
+        received_ms: resp.received_ms,
+        server_until_ms: resp
+            .freshness
+            .lifetime
+            .map(|l| resp.received_ms.saturating_add(l.as_millis() as u64)),
+        from_expires: resp.freshness.from_expires,
+        no_cache: resp.freshness.no_cache,
+        declared,
+    }
+}
+
+/// What an entry records beside the response itself.
+struct Stored {
+    /// The keyed fingerprint of the credentials it was fetched with.
+    credential_id: Option<String>,
+    /// A hop of its own chain was https.
+    via_https: bool,
+    /// The schedule its feed declared when last read.
+    declared: Option<crate::cache::freshness::Declared>,
+}
+
 /// Stores a fresh response as `key`'s cache entry (when a cache is in use), off the async
 /// threads; gives the response back, with a warning when the write failed.
 async fn store_fresh(
     cache: Option<&Cache>,
     key: &str,
     resp: Response,
-    credential_id: Option<String>,
-    via_https: bool,
+    stored: Stored,
 ) -> (Response, Option<String>) {
+    let Stored {
+        credential_id,
+        via_https,
+        declared,
+    } = stored;
     let Some(cache) = cache.cloned() else {
         return (resp, None);
     };
@@ -379,6 +435,7 @@ async fn store_fresh(
             credentialed: resp.credentialed,
             credential_id: credential_id.as_deref(),
             via_https,
+            declared,
         };
         let warning = cache.store(&req, &resp.body).err().map(|e| e.to_string());
         (resp, warning)

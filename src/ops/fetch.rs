@@ -7,6 +7,7 @@ use url::Url;
 
 use super::cached::{CachedGet, Got};
 use super::{Context, FetchOptions, compute};
+use crate::cache::freshness::{Basis, Declared};
 use crate::cache::{Entry, Kind};
 use crate::date;
 use crate::error::Error;
@@ -26,6 +27,8 @@ struct FeedOutcome {
     built: Built,
     /// The chain the feed was read through: its items' pages are requests it led to.
     lineage: Lineage,
+    /// The schedule the feed's body declares, when it was read and declares one.
+    declared: Option<Declared>,
 }
 
 fn blank(feed_url: &str) -> FeedResult {
@@ -44,6 +47,7 @@ fn blank(feed_url: &str) -> FeedResult {
         cached_at: None,
         cache_age_seconds: None,
         fresh_until: None,
+        fresh_by: None,
     }
 }
 
@@ -56,6 +60,7 @@ impl FeedOutcome {
             warnings: Vec::new(),
             built: Built::default(),
             lineage: Lineage::none(),
+            declared: None,
         }
     }
 
@@ -295,11 +300,17 @@ async fn from_body(
                 items,
                 ..blank(feed_url)
             };
+            let declared = feed
+                .meta
+                .declared_ttl_seconds
+                .zip(p.declared_by)
+                .map(|(seconds, by)| Declared { seconds, by });
             let mut o = FeedOutcome {
                 feed,
                 warnings: Vec::new(),
                 built: p.built,
                 lineage: Lineage::none(),
+                declared,
             };
             for (code, msg) in warnings {
                 o.warn(code, msg);
@@ -344,6 +355,7 @@ async fn fetch_http(
     opts: &FetchOptions,
     deadline: Instant,
 ) -> FeedOutcome {
+    let cap = ctx.freshness_cap(&url);
     let f = ctx
         .cached_get(CachedGet {
             kind: Kind::Feed,
@@ -360,6 +372,7 @@ async fn fetch_http(
             led_by: Lineage::none(),
         })
         .await;
+    let served_cached = matches!(f.got, Got::Cached(..));
     let mut o = match f.got {
         Got::Cached(entry, status) => from_entry(feed_url, entry, status, opts).await,
         Got::Stale(entry) => from_entry(feed_url, entry, FeedStatus::Stale, opts).await,
@@ -389,8 +402,18 @@ async fn fetch_http(
     };
     o.feed.attempts = f.attempts;
     o.feed.gate_wait_ms = f.gate_wait.as_millis() as u64;
-    o.feed.fresh_until = f.fresh_until_ms.and_then(super::format_ms);
     o.lineage = f.lineage;
+    if let Some(basis) = f.basis {
+        freshness(
+            ctx,
+            feed_url,
+            &mut o,
+            basis,
+            (cap, opts.cache),
+            served_cached,
+        )
+        .await;
+    }
     for (code, msg) in f.warnings {
         o.warn(code, msg);
     }
@@ -404,4 +427,40 @@ async fn fetch_http(
         "fetched"
     );
     o
+}
+
+/// Sets `o`'s `fresh_until` and `fresh_by` from what served it (`basis`) and the schedule
+/// its body declares, capped at `cap` (a copy served from the cache only while it is still
+/// fresh); and records that schedule with the cached copy when it changed, so the next
+/// fetch counts it before any request.
+async fn freshness(
+    ctx: &Context,
+    feed_url: &str,
+    o: &mut FeedOutcome,
+    mut basis: Basis,
+    (cap, mode): (std::time::Duration, super::CacheMode),
+    served_cached: bool,
+) {
+    // A body that could not be read as a feed declares nothing.
+    let declared = o.declared.filter(|_| o.feed.status != FeedStatus::Error);
+    let stored = basis.declared;
+    basis.declared = declared;
+    let now = crate::cache::now_ms();
+    if let Some((until, by)) = basis
+        .until(cap)
+        .filter(|(until, _)| !served_cached || now < *until)
+    {
+        o.feed.fresh_until = super::format_ms(until);
+        o.feed.fresh_by = Some(by);
+    }
+    if stored == declared {
+        return;
+    }
+    if let Some(cache) = ctx.cache_of(Kind::Feed, mode) {
+        let url = feed_url.to_owned();
+        let noted = super::blocking(move || cache.note_declared(&url, basis.received_ms, declared));
+        if let Ok(Err(e)) = noted.await {
+            o.warn(WarningCode::CacheWriteFailed, e.to_string());
+        }
+    }
 }

@@ -156,6 +156,15 @@ pub(super) fn defaults(src: &Source<'_>, d: file::Defaults) -> Result<Overrides>
         let max = *limits::MAX_FRESHNESS_SECS.end();
         o.max_freshness_secs = Some(duration(src, v, max, "max_freshness")?.as_secs());
     }
+    let watch_max = *crate::config::WATCH_INTERVAL_SECS.end();
+    if let Some(v) = &d.watch_min_interval {
+        let d = duration(src, v, watch_max, "watch_min_interval")?;
+        o.watch.min_interval_secs = Some(d.as_secs().max(1));
+    }
+    if let Some(v) = &d.watch_max_interval {
+        let d = duration(src, v, watch_max, "watch_max_interval")?;
+        o.watch.max_interval_secs = Some(d.as_secs().max(1));
+    }
     o.host_key = d.host_key.map(|k| match k {
         file::KeyChoice::Host => "host".to_owned(),
         file::KeyChoice::Site => "site".to_owned(),

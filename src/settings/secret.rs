@@ -104,7 +104,13 @@ mod tests {
         let s = load(SecretRef::Env("FEED_PASS".into()), &env);
         assert_eq!(s.value.unwrap().expose(), "hunter2");
         let missing = load(SecretRef::Env("NOPE".into()), &env);
-        assert!(missing.value.unwrap_err().to_string().contains("NOPE is not set"));
+        assert!(
+            missing
+                .value
+                .unwrap_err()
+                .to_string()
+                .contains("NOPE is not set")
+        );
 
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("token");
@@ -120,7 +126,10 @@ mod tests {
             // Issue 35: a file others may write may hold what they chose.
             for mode in [0o620, 0o602, 0o622] {
                 std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
-                let why = load(SecretRef::File(path.clone()), &env).value.unwrap_err().to_string();
+                let why = load(SecretRef::File(path.clone()), &env)
+                    .value
+                    .unwrap_err()
+                    .to_string();
                 assert!(why.contains("writable by other users"), "{mode:o}: {why}");
             }
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -128,6 +137,11 @@ mod tests {
         let private = load(SecretRef::File(path), &env);
         assert_eq!(private.value.unwrap().expose(), "tok-123");
         let odd = load(SecretRef::Env("X".into()), &|_| Some("a\u{7}b".to_owned()));
-        assert!(odd.value.unwrap_err().to_string().contains("control character"));
+        assert!(
+            odd.value
+                .unwrap_err()
+                .to_string()
+                .contains("control character")
+        );
     }
 }

@@ -34,3 +34,6 @@ mod selection;
 mod signals;
 mod silent;
 mod tokens;
+mod watch_cli;
+mod watch_mcp;
+mod watch_origin;

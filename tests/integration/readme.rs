@@ -68,8 +68,13 @@ fn the_warning_list_names_every_warning_code_in_order() {
 fn the_configuration_table_names_every_environment_variable() {
     let text = readme();
     let table = section(&text, "## Configuration");
-    let config =
+    let mut config =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/config.rs")).unwrap();
+    // And the files of its parts (`src/config/`).
+    let parts = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/config")).unwrap();
+    for part in parts {
+        config.push_str(&std::fs::read_to_string(part.unwrap().path()).unwrap());
+    }
     let named: BTreeSet<&str> = config
         .split('"')
         .skip(1)
