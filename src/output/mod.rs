@@ -222,7 +222,32 @@ pub fn schema(kind: SchemaKind) -> Value {
     };
     let mut value = schema.to_value();
     require_all(&mut value);
+    state_codes(&mut value);
     value
+}
+
+/// Makes every error `code` of an output an enum of the codes it can carry: a feed's
+/// error (`ErrorObject`) any code but `PAGE_FETCH_FAILED` (a page's HTTP error status), a
+/// page's error (`PageError`) any code but `FEED_FETCH_FAILED` (its HTTP error status is
+/// the page's, [`crate::error::Error::to_page_object`]).
+fn state_codes(v: &mut Value) {
+    use crate::error::ErrorCode;
+    for (def, never) in [
+        ("ErrorObject", ErrorCode::PageFetchFailed),
+        ("PageError", ErrorCode::FeedFetchFailed),
+    ] {
+        let Some(code) = v
+            .pointer_mut(&format!("/$defs/{def}/properties/code"))
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        let codes: Vec<Value> = ErrorCode::all()
+            .filter(|c| *c != never)
+            .map(|c| Value::from(c.as_str()))
+            .collect();
+        code.insert("enum".to_owned(), Value::Array(codes));
+    }
 }
 
 /// Keeps a schema to JSON Schema 2020-12's own vocabulary: the generator's non-standard

@@ -76,6 +76,76 @@ async fn a_real_fetch_validates_against_the_printed_schema() {
     assert_eq!(last["feeds_failed"], 2);
 }
 
+/// Issue 35: every error `code` an output can carry is stated by its schema as an enum of
+/// the contract's codes; a page's error never says `FEED_FETCH_FAILED`, a feed's never
+/// `PAGE_FETCH_FAILED`; a code outside the list fails validation.
+#[test]
+fn every_error_code_in_every_output_schema_is_an_enum_of_codes() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let mut seen = 0;
+    for kind in [
+        "fetch",
+        "ndjson",
+        "ndjson-records",
+        "article",
+        "article-ndjson",
+        "discover",
+        "show",
+        "cache-list",
+        "hosts",
+        "readers",
+        "readers-forget",
+        "ack",
+        "watch",
+        "config-check",
+    ] {
+        let out = rss_cmd()
+            .args(["schema", "--command", kind])
+            .output()
+            .unwrap();
+        let schema = json(&out.stdout);
+        for (def, never) in [
+            ("ErrorObject", "PAGE_FETCH_FAILED"),
+            ("PageError", "FEED_FETCH_FAILED"),
+        ] {
+            let Some(code) = schema.pointer(&format!("/$defs/{def}/properties/code")) else {
+                continue;
+            };
+            seen += 1;
+            let codes: Vec<&str> = code["enum"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{kind} {def}.code is not an enum: {code}"))
+                .iter()
+                .map(|c| c.as_str().unwrap())
+                .collect();
+            assert!(codes.contains(&"RATE_LIMITED"), "{kind} {def}: {codes:?}");
+            assert!(!codes.contains(&never), "{kind} {def}: {codes:?}");
+            for c in &codes {
+                assert!(
+                    readme.contains(&format!("`{c}`")),
+                    "{c} is not in the README"
+                );
+            }
+            let mut made_up = schema["$defs"][def].clone();
+            made_up["$defs"] = schema["$defs"].clone();
+            let v = jsonschema::validator_for(&made_up).unwrap();
+            let mut doc =
+                serde_json::json!({"code": "RATE_LIMITED", "message": "m", "details": {}});
+            let key = if def == "ErrorObject" {
+                "feed_url"
+            } else {
+                "url"
+            };
+            doc[key] = serde_json::Value::Null;
+            assert_valid(&v, &doc);
+            doc["code"] = "SOMETHING_ELSE".into();
+            assert!(!v.is_valid(&doc), "{kind} {def} accepted a made-up code");
+        }
+    }
+    assert!(seen >= 9, "{seen}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_xml_fails_alone_and_the_batch_exits_3() {
     let srv = fixture_server().await;
