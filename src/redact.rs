@@ -258,6 +258,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig { rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift, ..ProptestConfig::default() })]
+
         #[test]
         fn no_password_survives_redaction(
             scheme in "(http|https|redis|ftp)",

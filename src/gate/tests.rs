@@ -1029,6 +1029,8 @@ mod properties {
     use proptest::prelude::*;
 
     proptest! {
+        #![proptest_config(ProptestConfig { rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift, ..ProptestConfig::default() })]
+
         #[test]
         fn a_cooldown_never_exceeds_its_cap(
             depth in 0u32..200,

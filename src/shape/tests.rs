@@ -234,7 +234,7 @@ fn piece() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 512, rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift, ..ProptestConfig::default() })]
 
     /// Whatever a page's tags, a tree builder never nests what reaches the extractors
     /// deeper than the bounds allow, whether the page went through untouched or written

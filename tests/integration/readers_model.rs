@@ -154,7 +154,7 @@ async fn check(ops_list: Vec<Op>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 32, rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift, ..ProptestConfig::default() })]
 
     #[test]
     fn every_item_is_delivered_until_it_is_acknowledged_and_never_after(

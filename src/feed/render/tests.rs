@@ -317,7 +317,7 @@ mod properties {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(1024))]
+        #![proptest_config(ProptestConfig { cases: 1024, rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift, ..ProptestConfig::default() })]
 
         #[test]
         fn markdown_never_holds_raw_html_or_a_foreign_scheme(html in messy()) {

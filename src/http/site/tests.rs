@@ -150,7 +150,7 @@ fn header<'h>(h: &'h HeaderMap, name: &str) -> Option<&'h str> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 400, rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift, ..ProptestConfig::default() })]
 
     #[test]
     fn every_hop_carries_only_what_its_own_rule_and_origin_allow(
