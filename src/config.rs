@@ -57,6 +57,8 @@ pub const ENV_HOST_STATE: &str = "RSS_HOST_STATE";
 pub const ENV_CACHE_MAX_BYTES: &str = "RSS_CACHE_MAX_BYTES";
 /// Environment variable: the Redis URL of the fleet's host-state store.
 pub const ENV_GATE_STORE: &str = "RSS_GATE_STORE";
+/// Environment variable: a file holding the password of the fleet's Redis.
+pub const ENV_GATE_STORE_PASSWORD_FILE: &str = "RSS_GATE_STORE_PASSWORD_FILE";
 /// Environment variable: `1` refuses requests to non-public addresses.
 pub const ENV_DENY_PRIVATE_NETWORKS: &str = "RSS_DENY_PRIVATE_NETWORKS";
 /// Environment variable: `host` (default) or `site`: what the gate keys a request on.
@@ -93,7 +95,7 @@ pub mod limits {
 }
 
 /// Where the gate's learned host state is kept.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Clone, PartialEq, Eq, Default)]
 pub enum HostStateSetting {
     /// Under the cache directory, shared by every process using it (the default).
     #[default]
@@ -103,6 +105,17 @@ pub enum HostStateSetting {
     /// In Redis at this URL, shared by every worker of a fleet (`--gate-store`,
     /// `RSS_GATE_STORE`).
     Redis(String),
+}
+
+impl std::fmt::Debug for HostStateSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostStateSetting::Files => f.write_str("Files"),
+            HostStateSetting::Off => f.write_str("Off"),
+            // The URL may hold the store's password: never printed.
+            HostStateSetting::Redis(url) => write!(f, "Redis({})", crate::redact::text(url)),
+        }
+    }
 }
 
 /// A `--gate-store` / `RSS_GATE_STORE` value checked: a `redis://` or `rediss://` URL with
@@ -144,6 +157,8 @@ pub struct Overrides {
     pub no_host_state: bool,
     /// `--gate-store URL`.
     pub gate_store: Option<String>,
+    /// `--gate-store-password-file FILE`.
+    pub gate_store_password_file: Option<PathBuf>,
     /// `--cache-max-bytes`.
     pub cache_max_bytes: Option<u64>,
     /// `--deny-private-networks`.
@@ -185,6 +200,10 @@ pub struct Config {
     pub state_dir: Option<PathBuf>,
     /// Where learned host state is kept.
     pub host_state: HostStateSetting,
+    /// A file holding the password of the Redis in `host_state`
+    /// (`--gate-store-password-file`, `RSS_GATE_STORE_PASSWORD_FILE`): read once, by
+    /// [`Config::with_store_password`].
+    pub gate_store_password_file: Option<PathBuf>,
     /// The cap on the cache's bytes on disk (0: no cap).
     pub cache_max_bytes: u64,
     /// Which local files may be read.
@@ -223,6 +242,7 @@ impl Default for Config {
             cache_dir: default_cache_dir(),
             state_dir: default_state_dir(),
             host_state: HostStateSetting::default(),
+            gate_store_password_file: None,
             cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
             file_access: FileAccess::default(),
             deny_private_networks: false,
@@ -305,6 +325,32 @@ pub fn config_file(
 }
 
 impl Config {
+    /// This configuration with `password` (read from `--gate-store-password-file`) as its
+    /// Redis store's password. A usage error when no Redis store is set, or its URL holds a
+    /// password already.
+    pub fn with_store_password(mut self, password: &crate::redact::Secret) -> Result<Config> {
+        let HostStateSetting::Redis(url) = &self.host_state else {
+            return Err(Error::usage(
+                "--gate-store-password-file is given, but no Redis store (--gate-store or RSS_GATE_STORE)",
+            ));
+        };
+        let mut u = url::Url::parse(url.as_str())
+            .map_err(|_| Error::usage(format!("{ENV_GATE_STORE} is not a URL")))?;
+        if u.password().is_some() {
+            return Err(Error::usage(
+                "the Redis URL holds a password and --gate-store-password-file gives another: give one",
+            ));
+        }
+        let pw = password.expose().trim_end_matches(['\r', '\n']);
+        if pw.is_empty() || u.set_password(Some(pw)).is_err() {
+            return Err(Error::usage(
+                "the file of --gate-store-password-file holds no password",
+            ));
+        }
+        self.host_state = HostStateSetting::Redis(u.to_string());
+        Ok(self)
+    }
+
     /// The caps on a local read: the body cap and the timeout.
     pub fn read_limits(&self) -> ReadLimits {
         ReadLimits {
@@ -369,6 +415,19 @@ impl Config {
             )?;
             gate.max_gate_wait = Duration::from_secs(secs);
         }
+        if let Some(flag) = &overrides.gate_store
+            && url::Url::parse(flag.trim()).is_ok_and(|u| u.password().is_some())
+        {
+            return Err(Error::usage(format!(
+                "--gate-store holds a password, which every user of this machine can read in the process list: give the URL in {ENV_GATE_STORE}, or the password in a file named by --gate-store-password-file ({ENV_GATE_STORE_PASSWORD_FILE})"
+            )));
+        }
+        config.gate_store_password_file =
+            overrides.gate_store_password_file.clone().or_else(|| {
+                env(ENV_GATE_STORE_PASSWORD_FILE)
+                    .filter(|s| !s.trim().is_empty())
+                    .map(PathBuf::from)
+            });
         let gate_store = overrides
             .gate_store
             .clone()
@@ -771,6 +830,51 @@ mod tests {
             Config::resolve(flags, env_of(&[])).unwrap().host_state,
             HostStateSetting::Off
         );
+    }
+
+    #[test]
+    fn a_store_password_comes_from_a_file_or_the_environment_never_the_command_line() {
+        let flag = Overrides {
+            gate_store: Some("redis://:hunter2@redis:6379/0".into()),
+            ..Overrides::default()
+        };
+        let e = Config::resolve(flag, env_of(&[])).unwrap_err();
+        assert_eq!(e.code().as_str(), "USAGE_ERROR");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+        // The environment is the owner's alone to read.
+        let c = Config::resolve(
+            Overrides::default(),
+            env_of(&[(ENV_GATE_STORE, "redis://:hunter2@redis:6379/0")]),
+        )
+        .unwrap();
+        assert!(!format!("{c:?}").contains("hunter2"));
+        // A file's password joins the URL given without one.
+        let flag = Overrides {
+            gate_store: Some("redis://rss@redis:6379/0".into()),
+            ..Overrides::default()
+        };
+        let c = Config::resolve(
+            flag,
+            env_of(&[(ENV_GATE_STORE_PASSWORD_FILE, "/run/credentials/rss/redis")]),
+        )
+        .unwrap();
+        assert_eq!(
+            c.gate_store_password_file.as_deref(),
+            Some(std::path::Path::new("/run/credentials/rss/redis"))
+        );
+        let c = c
+            .with_store_password(&crate::redact::Secret::new("p@ss word\n"))
+            .unwrap();
+        assert_eq!(
+            c.host_state,
+            HostStateSetting::Redis("redis://rss:p%40ss%20word@redis:6379/0".into())
+        );
+        assert!(!format!("{c:?}").contains("p%40ss"));
+        // Two passwords, or one with no Redis, are usage errors.
+        let secret = crate::redact::Secret::new("x");
+        assert!(c.with_store_password(&secret).is_err());
+        let files = Config::resolve(Overrides::default(), env_of(&[])).unwrap();
+        assert!(files.with_store_password(&secret).is_err());
     }
 
     #[test]

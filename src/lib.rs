@@ -25,6 +25,7 @@
 //! - `output`   — json / ndjson / text rendering, schema emission
 //! - `cli`      — the clap surface and the one exit path
 //! - `mcp`      — the MCP server (stdio and streamable HTTP): tools delegate to `ops`
+//! - `metrics`  — the counters and histograms operations record, for Prometheus
 //!
 //! The public surface is what an embedding program uses: [`ops`] (build a [`Context`] from a
 //! [`Config`], call [`ops::fetch_feeds`]), the [`model`] it returns, [`error`], [`config`] and
@@ -49,6 +50,7 @@ pub(crate) mod inputs;
 pub(crate) mod local;
 pub(crate) mod lockfile;
 pub(crate) mod mcp;
+pub(crate) mod metrics;
 pub mod model;
 pub mod ops;
 pub(crate) mod output;

@@ -4,7 +4,9 @@
 mod answer;
 mod args;
 mod calls;
+mod guard;
 pub mod http;
+mod life;
 mod progress;
 mod stdio;
 pub mod tools;
@@ -55,7 +57,16 @@ impl Server {
 
 /// Serves MCP on stdin/stdout until the client hangs up or `shutdown` resolves (a
 /// signal): then in-flight calls are cancelled, which frees their hosts, and it returns.
-pub async fn serve(ctx: Context, shutdown: impl std::future::Future) -> Result<()> {
+/// Page cursors are signed with the store's key when it can be had (a cursor outlives a
+/// restart), else with this process's own.
+pub async fn serve(mut ctx: Context, shutdown: impl std::future::Future) -> Result<()> {
+    match crate::ops::Service::open(&ctx.config) {
+        Ok(service) => match service.cursor_key().await {
+            Ok((key, _)) => ctx.cursor_key = key,
+            Err(e) => tracing::warn!("page cursors are this process's own: {e}"),
+        },
+        Err(e) => tracing::warn!("page cursors are this process's own: {e}"),
+    }
     let transport = stdio::transport(tokio::io::stdin(), tokio::io::stdout());
     tokio::pin!(shutdown);
     let init = tokio::select! {
@@ -90,7 +101,7 @@ fn reader_scope(context: &RequestContext<RoleServer>) -> Option<crate::ops::Scop
         .extensions
         .get::<axum::http::request::Parts>()?
         .extensions
-        .get::<http::ReaderScope>()
+        .get::<guard::ReaderScope>()
         .map(|s| s.0.clone())
 }
 
@@ -142,9 +153,18 @@ impl ServerHandler for Server {
         }
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         let cancelled = context.ct.clone();
+        let tool = request
+            .name
+            .parse::<ToolName>()
+            .map_or("unknown", ToolName::as_str);
+        // Counted in flight until it ends; a call dropped unanswered counts as cancelled.
+        let counted = crate::metrics::Call::start(tool);
         // Dropping the call's future on cancellation releases its host permits at once.
         tokio::select! {
-            r = self.dispatch(&request.name, args, &context) => Ok(r.into()),
+            r = self.dispatch(&request.name, args, &context) => {
+                counted.finish(r.is_error == Some(true));
+                Ok(r.into())
+            }
             _ = cancelled.cancelled() => Err(McpError::internal_error("the request was cancelled", None)),
         }
     }

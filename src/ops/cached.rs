@@ -167,6 +167,7 @@ impl Context {
             _ => false,
         };
         if let Some(entry) = cached.take_if(|e| fresh(e)) {
+            crate::metrics::cache_fresh(false);
             let until = entry.meta.is_fresh(now_ms, cap);
             let mut f = Fetched::new(Got::Cached(entry, FeedStatus::Ok));
             f.fresh_until_ms = until;

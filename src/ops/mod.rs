@@ -15,6 +15,7 @@ pub mod pages;
 mod readers;
 mod request;
 mod robots;
+mod service;
 mod show;
 
 use crate::model::WarningCode;
@@ -43,6 +44,7 @@ pub use readers::{
     Caller, ReaderRequest, ack, deliver, fetch_unseen, open_view, readers_forget, readers_list,
 };
 pub use request::{CachePolicy, FetchRequest};
+pub use service::{KeySource, Service};
 pub use show::{ShowOptions, show_item};
 
 /// What one process shares between all operations: one HTTP client (so one gate and one
@@ -59,7 +61,8 @@ pub struct Context {
     pub config: Config,
     /// robots.txt rules read by this process, by origin.
     pub(crate) robots: std::sync::Arc<robots::RobotsMemo>,
-    /// The key this process signs page cursors with ([`pages`]).
+    /// The key page cursors are signed with ([`pages`]): the shared store's once a server
+    /// has taken it from there ([`Service::cursor_key`]), else this process's own.
     pub cursor_key: pages::CursorKey,
     /// The owner's config file: rules per site (shared with the client).
     pub settings: std::sync::Arc<crate::settings::Settings>,

@@ -330,18 +330,77 @@ async fn the_guard_answers_401_403_413_and_healthz() {
         .unwrap();
     assert_eq!(health.status().as_u16(), 200);
     assert_eq!(health.text().await.unwrap(), "ok\n");
+    // Ready: its store (files) is deliberately local; nothing of the setup is told.
+    let ready = reqwest::get(format!("{}/readyz", server.base()))
+        .await
+        .unwrap();
+    assert_eq!(ready.status().as_u16(), 200);
+    assert_eq!(ready.text().await.unwrap(), "ready\n");
+    // Metrics beside /mcp ask for the token.
+    let metrics = format!("{}/metrics", server.base());
+    assert_eq!(reqwest::get(&metrics).await.unwrap().status().as_u16(), 401);
+    let m = reqwest::Client::new()
+        .get(&metrics)
+        .header("authorization", &auth)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(m.status().as_u16(), 200);
+    assert!(
+        m.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = m.text().await.unwrap();
+    assert!(
+        text.contains(r#"rss_http_refused_total{reason="token"}"#),
+        "{text}"
+    );
+    assert!(!text.contains(TOKEN));
+}
+
+/// A session-free request of the 2026-07-28 revision (no `initialize`, no session).
+fn session_free_body(id: u32) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_session_cap_refuses_one_more_session() {
+async fn the_session_cap_refuses_one_more_old_style_session_and_never_a_session_free_request() {
     let server = HttpServer::start(&["--max-sessions", "2"]).await;
-    let _a = server.client().await;
+    let a = server.client().await;
     let _b = server.client().await;
     let auth = format!("Bearer {TOKEN}");
     assert_eq!(
         post(&server.url, &[("authorization", &auth)], initialize_body()).await,
         503
     );
+    // Every slot taken, a session-free client is still served, as often as it asks.
+    let free = [
+        ("authorization", auth.as_str()),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+    for id in 0..3 {
+        assert_eq!(post(&server.url, &free, session_free_body(id)).await, 200);
+    }
+    // A session closed frees its slot, and its close is answered as the official clients
+    // expect (the Python SDK logs "Session termination failed" for anything but 200/204).
+    a.cancel().await.unwrap();
+    let http = reqwest::Client::new();
+    let session = open_session(&http, &server.url, &auth).await;
+    let closed = http
+        .delete(&server.url)
+        .header("authorization", &auth)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status().as_u16(), 204);
 }
 
 #[test]
@@ -365,9 +424,9 @@ fn a_remote_address_without_allow_remote_and_a_token_is_a_usage_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_ends_the_server_with_exit_0_within_5_s_even_mid_call() {
+async fn sigterm_ends_the_server_with_exit_0_within_5_s_when_a_call_outlasts_the_drain() {
     let slow = slow_and_fast_host().await;
-    let mut server = HttpServer::start(&[]).await;
+    let mut server = HttpServer::start(&["--drain-timeout", "1s"]).await;
     let client = Arc::new(server.client().await);
     let c = client.clone();
     let url = slow.url("/slow");
