@@ -359,12 +359,22 @@ async fn silent() {
         let started = Instant::now();
         let runs: Vec<_> = (0..procs)
             .map(|p| {
-                let urls: Vec<String> = (0..feeds).map(|i| srv.url(&format!("/p{p}-{i}"))).collect();
+                let urls: Vec<String> =
+                    (0..feeds).map(|i| srv.url(&format!("/p{p}-{i}"))).collect();
                 let cache = dir.path().to_str().unwrap().to_owned();
                 let budget = budget.to_string();
                 tokio::task::spawn_blocking(move || {
                     rss(
-                        &fetch_args(&urls, &["--no-cache", "--cache-dir", &cache, "--max-gate-wait", &budget]),
+                        &fetch_args(
+                            &urls,
+                            &[
+                                "--no-cache",
+                                "--cache-dir",
+                                &cache,
+                                "--max-gate-wait",
+                                &budget,
+                            ],
+                        ),
                         &[],
                     )
                 })
@@ -377,8 +387,15 @@ async fn silent() {
         let wall = started.elapsed();
         let hits = srv.hits();
         let refusals = hits.iter().filter(|h| h.status == 429).count();
-        let admitted: Vec<Instant> = hits.iter().filter(|h| h.status == 200).map(|h| h.arrived).collect();
-        let span = admitted.last().zip(admitted.first()).map_or(Duration::ZERO, |(l, f)| *l - *f);
+        let admitted: Vec<Instant> = hits
+            .iter()
+            .filter(|h| h.status == 200)
+            .map(|h| h.arrived)
+            .collect();
+        let span = admitted
+            .last()
+            .zip(admitted.first())
+            .map_or(Duration::ZERO, |(l, f)| *l - *f);
         let total = procs * feeds;
         let oracle: Duration = (1..total)
             .map(|n| Duration::from_secs(if n < 4 { first } else { then }))
@@ -394,7 +411,9 @@ async fn silent() {
             wall.as_secs_f64(),
         );
     }
-    println!("  targets: every feed, refusals at most what the ladder needs; ratio <= 1.25 (2 s), <= 1.3 (8 s)");
+    println!(
+        "  targets: every feed, refusals at most what the ladder needs; ratio <= 1.25 (2 s), <= 1.3 (8 s)"
+    );
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]

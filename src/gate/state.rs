@@ -314,8 +314,7 @@ impl HostState {
                     self.window.unanswered(sent_at);
                 }
                 if outcome == Outcome::Success {
-                    self.window
-                        .ended(p, sent_at, now, gap, Taught::Admitted);
+                    self.window.ended(p, sent_at, now, gap, Taught::Admitted);
                     self.last_admitted =
                         Some(self.last_admitted.map_or(sent_at, |t| t.max(sent_at)));
                 }

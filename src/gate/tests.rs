@@ -444,7 +444,15 @@ async fn a_gap_the_host_refused_is_never_sent_again_after_the_warm_window() {
     tokio::time::sleep(ms(290)).await;
     // Sent 300 ms after the admitted send: refused, with a Retry-After (so no known-good
     // spacing is learned, only the refused gap).
-    send(&gate, &a, ms(10), Outcome::Refused { retry_after: Some(ms(100)) }).await;
+    send(
+        &gate,
+        &a,
+        ms(10),
+        Outcome::Refused {
+            retry_after: Some(ms(100)),
+        },
+    )
+    .await;
     let refused = gate.state_of(&a).window.refused.unwrap();
     assert_eq!(refused, ms(300));
     // Long after the host cooled down and the warm window lapsed...
@@ -465,14 +473,38 @@ async fn the_refused_gap_only_grows_and_is_capped() {
     let a = key("http://a.test/");
     send(&gate, &a, ms(1), Outcome::Success).await;
     tokio::time::sleep(secs(40)).await;
-    send(&gate, &a, ms(1), Outcome::Refused { retry_after: Some(secs(1)) }).await;
+    send(
+        &gate,
+        &a,
+        ms(1),
+        Outcome::Refused {
+            retry_after: Some(secs(1)),
+        },
+    )
+    .await;
     assert_eq!(gate.state_of(&a).window.refused, Some(secs(40) + ms(1)));
     tokio::time::sleep(secs(5)).await;
-    send(&gate, &a, ms(1), Outcome::Refused { retry_after: Some(secs(1)) }).await;
+    send(
+        &gate,
+        &a,
+        ms(1),
+        Outcome::Refused {
+            retry_after: Some(secs(1)),
+        },
+    )
+    .await;
     assert!(gate.state_of(&a).window.refused.unwrap() > secs(40));
     // A refusal long after the last admitted send says nothing of the window.
     tokio::time::sleep(secs(500)).await;
-    send(&gate, &a, ms(1), Outcome::Refused { retry_after: Some(secs(1)) }).await;
+    send(
+        &gate,
+        &a,
+        ms(1),
+        Outcome::Refused {
+            retry_after: Some(secs(1)),
+        },
+    )
+    .await;
     assert!(gate.state_of(&a).window.refused.unwrap() <= p.max_cooldown);
 }
 
@@ -532,7 +564,10 @@ async fn issue_36_a_silent_two_second_host_is_refused_once_and_then_spaced_by_wh
     let oracle = secs(22);
     assert!(took <= oracle.mul_f64(1.25), "{took:?} {log:?}");
     let w = gate.state_of(&key("http://silent.test/")).window;
-    assert!(w.good.unwrap() >= secs(2) && w.good.unwrap() < ms(2100), "{w:?}");
+    assert!(
+        w.good.unwrap() >= secs(2) && w.good.unwrap() < ms(2100),
+        "{w:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -550,8 +585,13 @@ async fn issue_36_an_eight_second_host_is_found_by_the_ladder_in_three_refusals(
 #[tokio::test(start_paused = true)]
 async fn issue_36_a_window_that_widens_mid_run_is_refused_at_most_twice_more() {
     let gate = Gate::new(GateParams::default());
-    let (ok, refusals, log, _) =
-        drive(&gate, 10, secs(60), |i| if i < 5 { secs(2) } else { secs(6) }).await;
+    let (ok, refusals, log, _) = drive(
+        &gate,
+        10,
+        secs(60),
+        |i| if i < 5 { secs(2) } else { secs(6) },
+    )
+    .await;
     assert_eq!(ok, 10, "{log:?}");
     // The first contact, then at most two while the wider window is found.
     assert!(refusals <= 3, "{refusals} {log:?}");
@@ -570,7 +610,10 @@ async fn issue_36_a_success_never_erases_the_known_spacing_and_a_probe_waits_for
     }
     // A run of admitted sends makes the next one a probe of a shorter gap, once.
     let state = gate.state_of(&host);
-    let probe = state.window.probe_gap(Instant::now()).expect("a probe is due");
+    let probe = state
+        .window
+        .probe_gap(Instant::now())
+        .expect("a probe is due");
     assert!(probe < good && probe >= good / 2, "{probe:?} {good:?}");
     let (_, refusals, log, _) = drive(&gate, 3, secs(60), |_| secs(2)).await;
     // The probe was refused (the window is 2 s); the next sends go back to the known gap.

@@ -102,7 +102,8 @@ impl Window {
 
     /// The known-good gap, while it is known.
     pub(crate) fn live_good(&self, now: Instant) -> Option<Duration> {
-        self.good.filter(|_| self.good_until.is_some_and(|u| now < u))
+        self.good
+            .filter(|_| self.good_until.is_some_and(|u| now < u))
     }
 
     /// The gap a probe would try now, if one is due: after [`PROBE_RUN`] admitted sends in a

@@ -411,7 +411,10 @@ mod tests {
         assert_eq!(s.next_allowed, Some(clock.instant + p.max_cooldown));
         assert_eq!(s.warm_until, Some(clock.instant + p.warm_window));
         assert_eq!(s.window.refused, Some(p.max_cooldown));
-        assert_eq!(s.window.refused_until, Some(clock.instant + p.floor_lifetime));
+        assert_eq!(
+            s.window.refused_until,
+            Some(clock.instant + p.floor_lifetime)
+        );
         assert_eq!(s.window.good, Some(p.max_cooldown));
         assert_eq!(s.window.good_until, Some(clock.instant + p.window_lifetime));
         assert_eq!(s.window.last_sent, Some(clock.instant));

@@ -219,7 +219,10 @@ async fn issue_19_rss_hosts_shows_what_is_enforced_and_when_it_lapses() {
     let warm_until = h["warm_until"].as_str().unwrap();
     // The spacing lives a day after the last refusal, the floor an hour, the warm window
     // two minutes.
-    assert!(spacing_until > floor_until && floor_until > warm_until, "{h}");
+    assert!(
+        spacing_until > floor_until && floor_until > warm_until,
+        "{h}"
+    );
     assert_eq!(h["lapses_at"].as_str().unwrap(), spacing_until);
 }
 

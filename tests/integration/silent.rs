@@ -63,7 +63,11 @@ async fn issue_36_twelve_feeds_on_a_two_second_host_are_refused_once() {
 async fn issue_36_eight_feeds_on_an_eight_second_host_are_all_returned_after_the_ladder() {
     let srv = silent_host(|_| Duration::from_secs(8)).await;
     let cache = tempfile::tempdir().unwrap();
-    let mut args = vec!["--no-cache".to_owned(), "--max-gate-wait".into(), "150".into()];
+    let mut args = vec![
+        "--no-cache".to_owned(),
+        "--max-gate-wait".into(),
+        "150".into(),
+    ];
     args.extend(urls(&srv, "f", 8));
     let (code, doc) = fetch_in(cache.path(), &args).await;
     assert_eq!(code, Some(0), "{doc}");
@@ -111,7 +115,11 @@ async fn issue_36_a_window_that_widens_mid_run_is_refused_at_most_twice_more() {
     // Two seconds for the first four admitted requests, six after.
     let srv = silent_host(|admitted| Duration::from_secs(if admitted < 4 { 2 } else { 6 })).await;
     let cache = tempfile::tempdir().unwrap();
-    let mut args = vec!["--no-cache".to_owned(), "--max-gate-wait".into(), "120".into()];
+    let mut args = vec![
+        "--no-cache".to_owned(),
+        "--max-gate-wait".into(),
+        "120".into(),
+    ];
     args.extend(urls(&srv, "f", 7));
     let (code, doc) = fetch_in(cache.path(), &args).await;
     assert_eq!(code, Some(0), "{doc}");
