@@ -166,15 +166,56 @@ impl Context {
             CacheMode::Fresh => e.meta.is_fresh(now_ms, cap).is_some(),
             _ => false,
         };
-        if let Some(entry) = cached.take_if(|e| fresh(e)) {
-            crate::metrics::cache_fresh(false);
-            let until = entry.meta.is_fresh(now_ms, cap);
+        let served = |entry: Entry, shared: bool, warnings, held| {
+            crate::metrics::cache_fresh(shared);
+            let until = entry.meta.is_fresh(crate::cache::now_ms(), cap);
             let mut f = Fetched::new(Got::Cached(entry, FeedStatus::Ok));
             f.fresh_until_ms = until;
             f.warnings = warnings;
             f.window = held;
-            return f;
+            f
+        };
+        if let Some(entry) = cached.take_if(|e| fresh(e)) {
+            return served(entry, false, warnings, held);
         }
+        // A copy another node of the fleet fetched, newer than this one's.
+        let tier = self
+            .shared_cache
+            .as_ref()
+            .filter(|_| cache.is_some() && credential_id.is_none());
+        cached = self
+            .from_tier(tier, &cache, req.kind, req.key, cached)
+            .await;
+        if let Some(entry) = cached.take_if(|e| fresh(e)) {
+            crate::metrics::shared_cache("hit");
+            return served(entry, true, warnings, held);
+        }
+        // One fetch of the URL at a time: a call that would serve a copy fetched a moment
+        // ago waits for the fetch under way (here or on another node) and looks again.
+        let _boarded = match req.mode {
+            CacheMode::Fresh | CacheMode::MaxAge(_) if cache.is_some() => {
+                let b = self
+                    .flights
+                    .board(req.kind, req.key, tier, req.deadline)
+                    .await;
+                if b.waited {
+                    let (again, _) = load(cache.as_ref(), req.key).await;
+                    let again = again.filter(|e| e.meta.credential_id == credential_id);
+                    cached = match (again, cached) {
+                        (Some(a), Some(c)) if c.meta.received_ms > a.meta.received_ms => Some(c),
+                        (a, c) => a.or(c),
+                    };
+                    cached = self
+                        .from_tier(tier, &cache, req.kind, req.key, cached)
+                        .await;
+                    if let Some(entry) = cached.take_if(|e| fresh(e)) {
+                        return served(entry, false, warnings, held);
+                    }
+                }
+                Some(b)
+            }
+            _ => None,
+        };
         let mut ex: Exchange = self
             .client
             .get(GetRequest {
@@ -197,6 +238,9 @@ impl Context {
             Ok(resp) if resp.not_modified => match self.not_modified(&cache, cached, &resp).await {
                 Ok(entry) => {
                     fresh_until_ms = entry.meta.is_fresh(crate::cache::now_ms(), cap);
+                    if let Some(t) = tier {
+                        t.put(req.kind, &entry).await;
+                    }
                     Got::Cached(entry, FeedStatus::NotModified)
                 }
                 Err(e) => Got::Failed(e),
@@ -215,10 +259,23 @@ impl Context {
                     .lifetime
                     .filter(|_| !resp.freshness.no_cache)
                     .map(|l| resp.received_ms + l.min(cap).as_millis() as u64);
-                let (resp, store_warning) =
+                let (resp, stored) =
                     store_fresh(cache.as_ref(), req.key, resp, credential_id).await;
-                if let Some(w) = store_warning {
-                    warnings.push((WarningCode::CacheWriteFailed, w));
+                match stored {
+                    Err(w) => warnings.push((WarningCode::CacheWriteFailed, w)),
+                    // (Unless another process stored a later response meanwhile.)
+                    Ok(Some(meta)) if meta.body_len == resp.body.len() as u64 => {
+                        if let Some(t) = tier
+                            .filter(|_| resp.body.len() <= crate::cache::shared::MAX_SHARED_BODY)
+                        {
+                            let entry = Entry {
+                                meta,
+                                body: resp.body.clone(),
+                            };
+                            t.put(req.kind, &entry).await;
+                        }
+                    }
+                    Ok(_) => {}
                 }
                 Got::Fresh(resp)
             }
@@ -251,6 +308,31 @@ impl Context {
             fresh_until_ms,
             window: held.or(ex.window),
         }
+    }
+
+    /// `cached`, or the fleet tier's copy of `key` when it is newer (kept in the local cache
+    /// too, so the next call here finds it).
+    async fn from_tier(
+        &self,
+        tier: Option<&crate::cache::shared::SharedCache>,
+        cache: &Option<Cache>,
+        kind: Kind,
+        key: &str,
+        cached: Option<Entry>,
+    ) -> Option<Entry> {
+        let (Some(tier), Some(local)) = (tier, cache.clone()) else {
+            return cached;
+        };
+        let Some(shared) = tier.get(kind, key).await.filter(|s| {
+            cached
+                .as_ref()
+                .is_none_or(|c| s.meta.received_ms > c.meta.received_ms)
+        }) else {
+            return cached;
+        };
+        let kept = shared.clone();
+        let _ = blocking(move || local.adopt(&kept)).await;
+        Some(shared)
     }
 
     /// The cached copy a `304` confirmed, recorded as fresh as of the response (with any
@@ -288,15 +370,15 @@ impl Context {
 }
 
 /// Stores a fresh response as `key`'s cache entry (when a cache is in use), off the async
-/// threads; gives the response back, with a warning when the write failed.
+/// threads; gives the response back, with what was stored, or why the write failed.
 async fn store_fresh(
     cache: Option<&Cache>,
     key: &str,
     resp: Response,
     credential_id: Option<String>,
-) -> (Response, Option<String>) {
+) -> (Response, std::result::Result<Option<Meta>, String>) {
     let Some(cache) = cache.cloned() else {
-        return (resp, None);
+        return (resp, Ok(None));
     };
     let key = key.to_owned();
     let done = blocking(move || {
@@ -311,8 +393,11 @@ async fn store_fresh(
             credentialed: resp.credentialed,
             credential_id: credential_id.as_deref(),
         };
-        let warning = cache.store(&req, &resp.body).err().map(|e| e.to_string());
-        (resp, warning)
+        let stored = cache
+            .store(&req, &resp.body)
+            .map(Some)
+            .map_err(|e| e.to_string());
+        (resp, stored)
     })
     .await;
     match done {
@@ -330,7 +415,7 @@ async fn store_fresh(
                 freshness: Default::default(),
                 credentialed: false,
             },
-            Some(e.to_string()),
+            Err(e.to_string()),
         ),
     }
 }

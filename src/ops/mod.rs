@@ -71,6 +71,10 @@ pub struct Context {
     pub(crate) readers: Result<std::sync::Arc<crate::readers::Readers>, String>,
     /// The window of pages in flight in this process.
     pub(crate) pages: extract::PageWindow,
+    /// The fleet's shared cache tier (with a Redis store and a cache).
+    pub(crate) shared_cache: Option<crate::cache::shared::SharedCache>,
+    /// The fetches under way, one per URL ([`crate::cache::flight`]).
+    pub(crate) flights: std::sync::Arc<crate::cache::flight::Flights>,
 }
 
 impl Context {
@@ -93,6 +97,12 @@ impl Context {
                 Some("running without a cache: no cache directory is known".to_owned()),
             ),
         };
+        let shared_cache = match (&config.host_state, &cache) {
+            (crate::config::HostStateSetting::Redis(url), Some(_)) => {
+                crate::cache::shared::SharedCache::open(url)
+            }
+            _ => None,
+        };
         let readers = crate::readers::Readers::open(&config)
             .map(std::sync::Arc::new)
             .map_err(|e| e.to_string());
@@ -106,6 +116,8 @@ impl Context {
             settings,
             readers,
             pages: Default::default(),
+            shared_cache,
+            flights: Default::default(),
         }
     }
 
