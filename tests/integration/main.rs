@@ -12,6 +12,7 @@ mod announced;
 
 mod cache;
 mod cli;
+mod fleet;
 mod formats;
 mod limits;
 mod mcp;
