@@ -607,3 +607,76 @@ async fn a_token_file_readable_by_others_or_not_a_file_is_refused_at_once() {
         assert!(said.contains(says), "{said}");
     }
 }
+
+/// Runs `rss FLAGS mcp --http 127.0.0.1:0`, opens a session and makes a call, stops it with
+/// SIGTERM, and returns every line it wrote on stderr.
+async fn server_lines(flags: &[&str]) -> Vec<String> {
+    let cache = tempfile::tempdir().unwrap();
+    let mut child = rss_tokio()
+        .args(flags)
+        .args(["mcp", "--http", "127.0.0.1:0"])
+        .env("RSS_CACHE_DIR", cache.path())
+        .env("RSS_MCP_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the server names its address within 30 s")
+        .unwrap()
+        .expect("a first line");
+    let at = first.find("http://").expect("the address");
+    let url: String = first[at..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != '"')
+        .collect();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    config.auth_header = Some(TOKEN.to_owned());
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    let client = ().serve(transport).await.unwrap();
+    let _ = client
+        .call_tool(
+            CallToolRequestParams::new("get_schema")
+                .with_arguments(args(json!({"tool": "get_item"}))),
+        )
+        .await
+        .unwrap();
+    client.cancel().await.unwrap();
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().unwrap().to_string()])
+        .status()
+        .unwrap();
+    let mut out = vec![first];
+    while let Ok(Ok(Some(l))) =
+        tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await
+    {
+        out.push(l);
+    }
+    let exit = child.wait().await.unwrap();
+    assert_eq!(exit.code(), Some(0), "{out:?}");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_silences_every_library_and_json_logs_are_one_object_a_line() {
+    // -q: the address (asked for port 0, there is no other way to learn it), then nothing.
+    let quiet = server_lines(&["-q"]).await;
+    assert_eq!(quiet.len(), 1, "{quiet:?}");
+    assert!(quiet[0].starts_with("rss: serving MCP on http://127.0.0.1:"));
+    // -v --log-format json: the MCP library's lines too, each one JSON object, none a secret.
+    let lines = server_lines(&["-v", "--log-format", "json"]).await;
+    assert!(lines.len() > 2, "{lines:?}");
+    for l in &lines {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}"));
+        assert!(
+            v["level"].is_string() && v["fields"]["message"].is_string(),
+            "{l}"
+        );
+        assert!(!l.contains(TOKEN), "{l}");
+    }
+    assert!(lines.iter().any(|l| l.contains("session")), "{lines:?}");
+}
