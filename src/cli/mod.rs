@@ -449,10 +449,10 @@ fn http_options(
         })?,
     };
     use crate::mcp::http::Announce;
-    let announce = if global.log_format == args::LogFormat::Json {
-        Announce::Json
-    } else if global.quiet && addr.port() != 0 {
+    let announce = if global.quiet && addr.port() != 0 {
         Announce::Quiet
+    } else if global.log_format == args::LogFormat::Json {
+        Announce::Json
     } else {
         Announce::Text
     };

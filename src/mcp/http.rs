@@ -161,13 +161,24 @@ async fn take_cursor_key(ctx: &mut Context, service: &Service) -> Result<()> {
     }
 }
 
-async fn bind(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr)> {
+/// A listener on `addr` whose connections send each write at once (`TCP_NODELAY`): an
+/// answer goes out in several small writes, and with Nagle's algorithm each after the first
+/// waited for the client's delayed ACK, 40 ms a call.
+async fn bind(
+    addr: SocketAddr,
+) -> Result<(impl axum::serve::Listener<Addr = SocketAddr>, SocketAddr)> {
+    use axum::serve::ListenerExt;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| Error::Listen { addr, source })?;
     let local = listener
         .local_addr()
         .map_err(|source| Error::Listen { addr, source })?;
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY: {e}");
+        }
+    });
     Ok((listener, local))
 }
 
