@@ -20,11 +20,12 @@ const POLL_MIN: Duration = Duration::from_millis(10);
 const POLL_MAX: Duration = Duration::from_millis(100);
 
 type Gate = Arc<tokio::sync::Mutex<()>>;
+type Live = HashMap<(Kind, String), Weak<tokio::sync::Mutex<()>>>;
 
 /// The fetches under way in this process, by kind and URL.
 #[derive(Debug, Default)]
 pub(crate) struct Flights {
-    live: Mutex<HashMap<(Kind, String), Weak<tokio::sync::Mutex<()>>>>,
+    live: Mutex<Live>,
 }
 
 /// A call's place as the one fetching its URL: the others wait until it is dropped.

@@ -119,6 +119,14 @@ async fn timed<T>(fut: impl Future<Output = redis::RedisResult<T>>) -> Option<T>
     }
 }
 
+/// Unix ms `t` moved by `shift` ms (never before the epoch).
+fn moved(t: u64, shift: i64) -> u64 {
+    i64::try_from(t)
+        .unwrap_or(i64::MAX)
+        .saturating_add(shift)
+        .max(0) as u64
+}
+
 fn random_token() -> String {
     let mut b = [0u8; 16];
     let _ = getrandom::fill(&mut b);
@@ -172,9 +180,8 @@ impl SharedCache {
         // The writer's clock ran `w - r` ahead of Redis's, this node's runs
         // `local_now - redis_now` ahead: the copy's times move by the difference.
         let shift = (local_now as i64 - redis_now as i64) - (w - r);
-        let moved = |t: u64| (t as i64).saturating_add(shift).max(0) as u64;
-        meta.received_ms = moved(meta.received_ms);
-        meta.fresh_until_ms = meta.fresh_until_ms.map(moved);
+        meta.received_ms = moved(meta.received_ms, shift);
+        meta.fresh_until_ms = meta.fresh_until_ms.map(|t| moved(t, shift));
         if super::sha256_hex(&Payload::from(body.as_slice())) != meta.body_sha256 {
             return None;
         }

@@ -137,8 +137,10 @@ impl HttpOptions {
     }
 }
 
-/// The server's cursor key from its store, waiting up to [`KEY_WAIT`] for a store that
-/// does not answer yet: a node of a fleet must sign with the fleet's key or not serve.
+/// The server's cursor key from its store. A node of a fleet (Redis) must sign with the
+/// fleet's key or not serve: it waits up to [`KEY_WAIT`] for a store that does not answer
+/// yet. On one machine a state directory that cannot be written leaves the key the
+/// process's own, with a warning (its cursors end with it).
 async fn take_cursor_key(ctx: &mut Context, service: &Service) -> Result<()> {
     let started = tokio::time::Instant::now();
     loop {
@@ -150,6 +152,10 @@ async fn take_cursor_key(ctx: &mut Context, service: &Service) -> Result<()> {
                     );
                 }
                 ctx.cursor_key = key;
+                return Ok(());
+            }
+            Err(e) if !service.is_remote() => {
+                tracing::warn!("page cursors are this process's own: {e}");
                 return Ok(());
             }
             Err(e) if started.elapsed() >= KEY_WAIT => return Err(e),

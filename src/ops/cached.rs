@@ -184,7 +184,7 @@ impl Context {
             .as_ref()
             .filter(|_| cache.is_some() && credential_id.is_none());
         cached = self
-            .from_tier(tier, &cache, req.kind, req.key, cached)
+            .tier_copy(tier, &cache, req.kind, req.key, cached)
             .await;
         if let Some(entry) = cached.take_if(|e| fresh(e)) {
             crate::metrics::shared_cache("hit");
@@ -206,7 +206,7 @@ impl Context {
                         (a, c) => a.or(c),
                     };
                     cached = self
-                        .from_tier(tier, &cache, req.kind, req.key, cached)
+                        .tier_copy(tier, &cache, req.kind, req.key, cached)
                         .await;
                     if let Some(entry) = cached.take_if(|e| fresh(e)) {
                         return served(entry, false, warnings, held);
@@ -312,7 +312,7 @@ impl Context {
 
     /// `cached`, or the fleet tier's copy of `key` when it is newer (kept in the local cache
     /// too, so the next call here finds it).
-    async fn from_tier(
+    async fn tier_copy(
         &self,
         tier: Option<&crate::cache::shared::SharedCache>,
         cache: &Option<Cache>,

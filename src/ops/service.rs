@@ -63,6 +63,11 @@ impl Service {
         })
     }
 
+    /// Whether the store is the fleet's Redis (not a local one).
+    pub fn is_remote(&self) -> bool {
+        self.remote
+    }
+
     /// The key page cursors are signed with: the store's (drawn now if it has none), or,
     /// with no store, one of this process's own.
     pub async fn cursor_key(&self) -> Result<(CursorKey, KeySource)> {
