@@ -57,16 +57,9 @@ impl Server {
 
 /// Serves MCP on stdin/stdout until the client hangs up or `shutdown` resolves (a
 /// signal): then in-flight calls are cancelled, which frees their hosts, and it returns.
-/// Page cursors are signed with the store's key when it can be had (a cursor outlives a
-/// restart), else with this process's own.
-pub async fn serve(mut ctx: Context, shutdown: impl std::future::Future) -> Result<()> {
-    match crate::ops::Service::open(&ctx.config) {
-        Ok(service) => match service.cursor_key().await {
-            Ok((key, _)) => ctx.cursor_key = key,
-            Err(e) => tracing::warn!("page cursors are this process's own: {e}"),
-        },
-        Err(e) => tracing::warn!("page cursors are this process's own: {e}"),
-    }
+/// Its one client's cursors are signed with this process's own key (an HTTP server takes
+/// its store's, shared by every node: `http::serve`).
+pub async fn serve(ctx: Context, shutdown: impl std::future::Future) -> Result<()> {
     let transport = stdio::transport(tokio::io::stdin(), tokio::io::stdout());
     tokio::pin!(shutdown);
     let init = tokio::select! {
