@@ -5,7 +5,10 @@
 //!
 //! Per URL, under the cluster hash tag of its kind and key:
 //! - `rss:cache:v1:{KIND:KEY}` — a hash: `m` the entry's [`Meta`] as JSON, `b` the body,
-//!   `w` the writer's clock and `r` Redis's clock when it was written (Unix ms). Every time
+//!   `s` the body's sha256, `w` the writer's clock and `r` Redis's clock when it was written
+//!   (Unix ms). A reader takes the metadata first and the body only when the copy is newer
+//!   than its own; a `304` rewrites the metadata alone, if the body is still the one it
+//!   confirmed. Every time
 //!   in `m` is on the writer's clock; a reader moves it onto its own by the two clocks' gap
 //!   (measured against Redis's `TIME` at the write and at the read), so a node whose clock
 //!   is off never takes a stale copy for fresh. It expires [`KEEP_PAST_FRESH`] after the
@@ -37,19 +40,28 @@ const FLIGHT_RENEW: Duration = Duration::from_secs(1);
 /// How long one operation may take.
 const OP_TIMEOUT: Duration = Duration::from_millis(750);
 
-/// Writes the entry (`ARGV[1]` meta, `ARGV[2]` body, `ARGV[3]` the writer's clock) with
-/// Redis's clock, expiring in `ARGV[4]` ms.
+/// Writes the entry (`ARGV[1]` meta, `ARGV[2]` body, `ARGV[3]` its sha256, `ARGV[4]` the
+/// writer's clock) with Redis's clock, expiring in `ARGV[5]` ms.
 const PUT: &str = r"
 local t = redis.call('TIME')
-redis.call('HSET', KEYS[1], 'm', ARGV[1], 'b', ARGV[2], 'w', ARGV[3], 'r', t[1] * 1000 + math.floor(t[2] / 1000))
+redis.call('HSET', KEYS[1], 'm', ARGV[1], 'b', ARGV[2], 's', ARGV[3], 'w', ARGV[4], 'r', t[1] * 1000 + math.floor(t[2] / 1000))
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1";
+
+/// Rewrites the entry's meta (`ARGV[1]`, the writer's clock `ARGV[3]`, expiring in `ARGV[4]`
+/// ms) if its body is still the one of sha256 `ARGV[2]`; 1 when it was.
+const TOUCH: &str = r"
+if redis.call('HGET', KEYS[1], 's') ~= ARGV[2] then return 0 end
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[1], 'm', ARGV[1], 'w', ARGV[3], 'r', t[1] * 1000 + math.floor(t[2] / 1000))
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1";
 
-/// The entry's fields (`false` when absent) and Redis's `TIME`.
-const GET: &str = r"
-local v = redis.call('HMGET', KEYS[1], 'm', 'b', 'w', 'r')
+/// The entry's meta and clocks (empty when absent) and Redis's `TIME`.
+const META: &str = r"
+local v = redis.call('HMGET', KEYS[1], 'm', 'w', 'r')
 local t = redis.call('TIME')
-return {t[1], t[2], v[1] or '', v[2] or '', v[3] or '', v[4] or ''}";
+return {t[1], t[2], v[1] or '', v[2] or '', v[3] or ''}";
 
 /// Deletes `KEYS[1]` if it holds `ARGV[1]`; renews it (`PX ARGV[2]`) instead when given.
 const RELEASE_OR_RENEW: &str = r"
@@ -64,7 +76,8 @@ return 0";
 pub(crate) struct SharedCache {
     conn: ConnectionManager,
     put: Script,
-    get: Script,
+    touch: Script,
+    meta: Script,
     release: Script,
 }
 
@@ -119,6 +132,15 @@ async fn timed<T>(fut: impl Future<Output = redis::RedisResult<T>>) -> Option<T>
     }
 }
 
+/// How long the copy `m` stays in the tier from `now`: its freshness, and an hour more.
+fn keep_ms(m: &Meta, now: u64) -> u64 {
+    m.fresh_until_ms
+        .unwrap_or(now)
+        .max(now)
+        .saturating_sub(now)
+        .saturating_add(KEEP_PAST_FRESH.as_millis() as u64)
+}
+
 /// Unix ms `t` moved by `shift` ms (never before the epoch).
 fn moved(t: u64, shift: i64) -> u64 {
     i64::try_from(t)
@@ -146,24 +168,19 @@ impl SharedCache {
         Some(SharedCache {
             conn,
             put: Script::new(PUT),
-            get: Script::new(GET),
+            touch: Script::new(TOUCH),
+            meta: Script::new(META),
             release: Script::new(RELEASE_OR_RENEW),
         })
     }
 
-    /// The copy of `url` the tier holds, its times moved onto this node's clock (`now_ms`
-    /// read at the same moment); `None` when there is none or the tier fails.
-    pub(crate) async fn get(&self, kind: Kind, url: &str) -> Option<Entry> {
+    /// The metadata of the copy of `url` the tier holds, its times moved onto this node's
+    /// clock; `None` when there is none or the tier fails.
+    pub(crate) async fn meta(&self, kind: Kind, url: &str) -> Option<Meta> {
         let mut c = self.conn.clone();
-        let call = self.get.key(entry_key(kind, url));
-        let (secs, micros, meta, body, written_local, written_redis): (
-            u64,
-            u64,
-            Vec<u8>,
-            Vec<u8>,
-            String,
-            String,
-        ) = timed(async move { call.invoke_async(&mut c).await }).await?;
+        let call = self.meta.key(entry_key(kind, url));
+        let (secs, micros, meta, written_local, written_redis): (u64, u64, Vec<u8>, String, String) =
+            timed(async move { call.invoke_async(&mut c).await }).await?;
         let local_now = super::now_ms();
         if meta.is_empty() {
             return None;
@@ -174,7 +191,7 @@ impl SharedCache {
             written_local.parse::<i64>().ok()?,
             written_redis.parse::<i64>().ok()?,
         );
-        if meta.feed_url != url || meta.body_len != body.len() as u64 {
+        if meta.feed_url != url {
             return None;
         }
         // The writer's clock ran `w - r` ahead of Redis's, this node's runs
@@ -182,13 +199,52 @@ impl SharedCache {
         let shift = (local_now as i64 - redis_now as i64) - (w - r);
         meta.received_ms = moved(meta.received_ms, shift);
         meta.fresh_until_ms = meta.fresh_until_ms.map(|t| moved(t, shift));
-        if super::sha256_hex(&Payload::from(body.as_slice())) != meta.body_sha256 {
+        Some(meta)
+    }
+
+    /// The body of the copy whose metadata is `meta` (`None` when the tier holds another
+    /// body now, or fails).
+    pub(crate) async fn body(&self, kind: Kind, meta: Meta) -> Option<Entry> {
+        let mut c = self.conn.clone();
+        let hget = redis::cmd("HGET")
+            .arg(entry_key(kind, &meta.feed_url))
+            .arg("b")
+            .clone();
+        let body: Option<Vec<u8>> = timed(async move { hget.query_async(&mut c).await }).await?;
+        let body = Payload::from(body?);
+        if body.len() as u64 != meta.body_len || super::sha256_hex(&body) != meta.body_sha256 {
             return None;
         }
-        Some(Entry {
-            meta,
-            body: Payload::from(body),
-        })
+        Some(Entry { meta, body })
+    }
+
+    /// The copy of `url` the tier holds, whole.
+    pub(crate) async fn get(&self, kind: Kind, url: &str) -> Option<Entry> {
+        let meta = self.meta(kind, url).await?;
+        self.body(kind, meta).await
+    }
+
+    /// Records that `entry` (already in the tier) was confirmed by a `304`: its metadata
+    /// alone is rewritten when the tier still holds its body; else the entry is put whole.
+    pub(crate) async fn touch(&self, kind: Kind, entry: &Entry) {
+        let m = &entry.meta;
+        if m.private || m.credential_id.is_some() || entry.body.len() > MAX_SHARED_BODY {
+            return;
+        }
+        let Ok(meta) = serde_json::to_vec(m) else {
+            return;
+        };
+        let now = super::now_ms();
+        let mut c = self.conn.clone();
+        let mut call = self.touch.key(entry_key(kind, &m.feed_url));
+        call.arg(meta)
+            .arg(&m.body_sha256)
+            .arg(now)
+            .arg(keep_ms(m, now));
+        let touched: Option<i64> = timed(async move { call.invoke_async(&mut c).await }).await;
+        if touched != Some(1) {
+            self.put(kind, entry).await;
+        }
     }
 
     /// Puts `entry` in the tier, unless it is private or too large to share.
@@ -201,19 +257,18 @@ impl SharedCache {
             return;
         };
         let now = super::now_ms();
-        let keep = m
-            .fresh_until_ms
-            .unwrap_or(now)
-            .max(now)
-            .saturating_sub(now)
-            .saturating_add(KEEP_PAST_FRESH.as_millis() as u64);
+        let keep = keep_ms(m, now);
         let mut body = Vec::with_capacity(entry.body.len());
         for chunk in entry.body.chunks() {
             body.extend_from_slice(chunk);
         }
         let mut c = self.conn.clone();
         let mut call = self.put.key(entry_key(kind, &m.feed_url));
-        call.arg(meta).arg(body).arg(now).arg(keep);
+        call.arg(meta)
+            .arg(body)
+            .arg(&m.body_sha256)
+            .arg(now)
+            .arg(keep);
         let stored: Option<i64> = timed(async move { call.invoke_async(&mut c).await }).await;
         if stored.is_some() {
             crate::metrics::shared_cache("stored");
@@ -345,6 +400,13 @@ mod tests {
             tier.get(Kind::Page, &feed).await.is_none(),
             "a page is not a feed"
         );
+        // A 304's touch rewrites the metadata of the same body alone.
+        let mut confirmed = e.clone();
+        confirmed.meta.etag = Some("\"e2\"".into());
+        tier.touch(Kind::Feed, &confirmed).await;
+        let meta = tier.meta(Kind::Feed, &feed).await.unwrap();
+        assert_eq!(meta.etag.as_deref(), Some("\"e2\""));
+        assert_eq!(tier.body(Kind::Feed, meta).await.unwrap().body.len(), 6);
         let secret = format!("https://shared.example/{}", random_token());
         tier.put(Kind::Feed, &entry(&secret, b"mine", true)).await;
         assert!(tier.get(Kind::Feed, &secret).await.is_none());

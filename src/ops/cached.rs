@@ -239,7 +239,7 @@ impl Context {
                 Ok(entry) => {
                     fresh_until_ms = entry.meta.is_fresh(crate::cache::now_ms(), cap);
                     if let Some(t) = tier {
-                        t.put(req.kind, &entry).await;
+                        t.touch(req.kind, &entry).await;
                     }
                     Got::Cached(entry, FeedStatus::NotModified)
                 }
@@ -323,12 +323,25 @@ impl Context {
         let (Some(tier), Some(local)) = (tier, cache.clone()) else {
             return cached;
         };
-        let Some(shared) = tier.get(kind, key).await.filter(|s| {
+        // The metadata first: the body comes over only when the copy is newer.
+        let newer = tier.meta(kind, key).await.filter(|m| {
             cached
                 .as_ref()
-                .is_none_or(|c| s.meta.received_ms > c.meta.received_ms)
-        }) else {
+                .is_none_or(|c| m.received_ms > c.meta.received_ms)
+        });
+        let Some(m) = newer else {
             return cached;
+        };
+        let shared = match cached {
+            // Confirmed again by another node: the same body, with the later metadata.
+            Some(c) if c.meta.body_sha256 == m.body_sha256 => Entry {
+                meta: m,
+                body: c.body,
+            },
+            c => match tier.body(kind, m).await {
+                Some(e) => e,
+                None => return c,
+            },
         };
         let kept = shared.clone();
         let _ = blocking(move || local.adopt(&kept)).await;
