@@ -5,8 +5,13 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+mod proxy;
 mod store;
+mod watch;
+
+use proxy::proxy_hosts;
 pub use store::HostStateSetting;
+pub use watch::*;
 
 /// The default User-Agent: the tool and its version, and no invented address (a user adds
 /// their own contact with `--user-agent` / `RSS_USER_AGENT`).
@@ -140,6 +145,8 @@ pub struct Overrides {
     /// Private networks are refused unless allowed (`rss mcp --http`): `Some(allowed)`,
     /// where `allowed` is `--allow-private-networks`.
     pub private_networks_by_default: Option<bool>,
+    /// The watch's flags.
+    pub watch: WatchOverrides,
 }
 
 /// Every runtime parameter, resolved once before any I/O.
@@ -191,6 +198,8 @@ pub struct Config {
     pub respect_robots: bool,
     /// The MCP server's cap on a call's `max_response_tokens` (`--max-response-tokens`).
     pub max_response_tokens: usize,
+    /// How watched feeds are checked, and the caps on subscriptions.
+    pub watch: WatchParams,
 }
 
 impl Default for Config {
@@ -216,39 +225,9 @@ impl Default for Config {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             respect_robots: false,
             max_response_tokens: DEFAULT_MAX_RESPONSE_TOKENS,
+            watch: WatchParams::default(),
         }
     }
-}
-
-/// The host names of the proxies the HTTP client takes from the environment.
-fn proxy_hosts(env: &impl Fn(&str) -> Option<String>) -> Vec<String> {
-    let mut hosts: Vec<String> = [
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ]
-    .iter()
-    .filter_map(|v| env(v))
-    .filter_map(|p| {
-        let p = p.trim();
-        // A proxy may be given without a scheme (`proxy.internal:3128`).
-        let with_scheme = if p.contains("://") {
-            p.to_owned()
-        } else {
-            format!("http://{p}")
-        };
-        url::Url::parse(&with_scheme)
-            .ok()?
-            .host_str()
-            .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
-    })
-    .collect();
-    hosts.sort();
-    hosts.dedup();
-    hosts
 }
 
 /// Where the config file is looked for: `--config`, else `RSS_CONFIG`, else
@@ -319,7 +298,10 @@ impl Config {
         env: impl Fn(&str) -> Option<String>,
         file: &Overrides,
     ) -> Result<Config> {
-        let mut config = Config::default();
+        let mut config = Config {
+            watch: watch_params(&overrides, &env, file)?,
+            ..Config::default()
+        };
         let gate = &mut config.gate;
 
         let n = match overrides.host_concurrency {

@@ -179,8 +179,13 @@ impl SharedCache {
     pub(crate) async fn meta(&self, kind: Kind, url: &str) -> Option<Meta> {
         let mut c = self.conn.clone();
         let call = self.meta.key(entry_key(kind, url));
-        let (secs, micros, meta, written_local, written_redis): (u64, u64, Vec<u8>, String, String) =
-            timed(async move { call.invoke_async(&mut c).await }).await?;
+        let (secs, micros, meta, written_local, written_redis): (
+            u64,
+            u64,
+            Vec<u8>,
+            String,
+            String,
+        ) = timed(async move { call.invoke_async(&mut c).await }).await?;
         let local_now = super::now_ms();
         if meta.is_empty() {
             return None;
@@ -219,6 +224,7 @@ impl SharedCache {
     }
 
     /// The copy of `url` the tier holds, whole.
+    #[cfg(test)]
     pub(crate) async fn get(&self, kind: Kind, url: &str) -> Option<Entry> {
         let meta = self.meta(kind, url).await?;
         self.body(kind, meta).await
@@ -374,6 +380,9 @@ mod tests {
                 must_revalidate: false,
                 private,
                 credential_id: None,
+                via_https: false,
+                no_cache: false,
+                declared: None,
             },
             body,
         }

@@ -75,7 +75,8 @@ pub(crate) struct HostState {
     /// What the host taught of its window: the widest gap it refused, the gap known to
     /// work, probes.
     pub window: Window,
-    /// When the last send the host admitted started.
+    /// When the last send the host admitted started (or, after a refusal with none known, the
+    /// refused send's start: the host admitted one just before it, for all the gate knows).
     pub last_admitted: Option<Instant>,
     /// The last HTTP status the host answered.
     pub last_status: Option<u16>,
@@ -276,10 +277,18 @@ impl HostState {
     fn ended(&mut self, p: &GateParams, sent_at: Instant, now: Instant, outcome: Outcome) {
         let warm = self.is_warm(now);
         // The gap after the last admitted send's start, as the host saw this one.
-        let gap = self
+        let mut gap = self
             .last_admitted
             .filter(|last| sent_at > *last)
             .map(|last| sent_at - last);
+        // A refusal with no admitted send known (another process's was never written: a
+        // host that never refused costs no write) counts as if the host had admitted one just
+        // before it, so the ladder's rungs and the gap the next success teaches count from
+        // there, as they would from that send.
+        if matches!(outcome, Outcome::Refused { .. }) && self.last_admitted.is_none() {
+            self.last_admitted = Some(sent_at);
+            gap = Some(Duration::ZERO);
+        }
         match outcome {
             Outcome::Refused { retry_after } => {
                 if !warm {

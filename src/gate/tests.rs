@@ -78,24 +78,28 @@ async fn a_cooldown_delays_only_its_host() {
             .now_or_never()
             .is_some()
     );
+    // The ladder's first rung (2 s) and its margin.
     let (_p, took) = timed_acquire(&gate, &a).await;
-    assert_eq!(took, secs(2));
+    assert_eq!(took, ms(2050));
 }
 
 #[tokio::test(start_paused = true)]
 async fn refusals_without_retry_after_climb_the_ladder() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
-    let mut waits = Vec::new();
+    let t0 = Instant::now();
+    let mut at = Vec::new();
     let mut p = gate.acquire(&a, far()).await.unwrap();
     p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     for _ in 0..6 {
-        let (mut p, took) = timed_acquire(&gate, &a).await;
-        waits.push(took.as_secs());
+        let (mut p, _) = timed_acquire(&gate, &a).await;
+        at.push(t0.elapsed().as_millis());
         p.record(Outcome::Refused { retry_after: None }, None);
     }
-    assert_eq!(waits, vec![2, 4, 8, 16, 32, 60]);
+    // With no admitted send known, the first refused one is where the gaps count from:
+    // each rung of 2, 4, 8 … s with its margin, capped at 60 s.
+    assert_eq!(at, vec![2050, 4100, 8200, 16400, 32800, 60000]);
 }
 
 #[test]
@@ -156,16 +160,29 @@ async fn warm_spacing_is_measured_from_the_response() {
     assert_eq!(took, secs(3));
     drop(p);
 
-    // Without a Retry-After, the spacing is the sticky 1 s.
+    // Without a Retry-After, the sticky 1 s after the response, or the gap the host admitted
+    // (counted from the admitted send's start) when that is longer.
     let b = key("http://b.test/");
     let mut p = gate.acquire(&b, far()).await.unwrap();
     p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     let (mut p, _) = timed_acquire(&gate, &b).await;
+    p.start_send();
     tokio::time::advance(Duration::from_millis(250)).await;
     p.record(Outcome::Success, None);
     drop(p);
     let (_p, took) = timed_acquire(&gate, &b).await;
+    assert_eq!(took, ms(2050 - 250));
+    let c = key("http://c.test/");
+    let mut p = gate.acquire(&c, far()).await.unwrap();
+    p.record(Outcome::Refused { retry_after: None }, None);
+    drop(p);
+    let (mut p, _) = timed_acquire(&gate, &c).await;
+    p.start_send();
+    tokio::time::advance(Duration::from_millis(1500)).await;
+    p.record(Outcome::Success, None);
+    drop(p);
+    let (_p, took) = timed_acquire(&gate, &c).await;
     assert_eq!(took, secs(1));
 }
 
@@ -198,9 +215,9 @@ async fn a_success_steps_the_depth_down_one_rung() {
     let (mut p, _) = timed_acquire(&gate, &a).await;
     p.record(Outcome::Refused { retry_after: None }, None);
     assert_eq!(p.depth(), 2);
-    // Refused 1 s after the admitted send: the next try is the ladder's first rung above
-    // that gap (2 s, plus its margin) after the admitted send.
-    assert_eq!(p.pacing(), ms(1050));
+    // Refused at the gap the host had admitted (4.1 s): the window widened, and the next try
+    // is the ladder's first rung above it (8 s, plus its margin) after the admitted send.
+    assert_eq!(p.pacing(), ms(4100));
 }
 
 #[tokio::test(start_paused = true)]
@@ -339,12 +356,13 @@ async fn a_retry_keeps_its_permit_and_waits_the_cooldown_it_taught() {
     assert!(futures::poll!(sibling.as_mut()).is_pending());
     let t0 = Instant::now();
     p.pace(far()).await.unwrap();
-    assert_eq!(t0.elapsed(), secs(2));
+    assert_eq!(t0.elapsed(), ms(2050));
     p.record(Outcome::Success, None);
     drop(p);
+    // The sibling goes the gap the retry was admitted at after it.
     let t1 = Instant::now();
     let _s = sibling.await.unwrap();
-    assert_eq!(t1.elapsed(), secs(1));
+    assert_eq!(t1.elapsed(), ms(2050));
 }
 
 #[tokio::test(start_paused = true)]
@@ -377,7 +395,7 @@ async fn a_spent_budget_never_fails_a_host_with_nothing_to_wait_for() {
     p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     let err = gate.acquire(&a, spent).await.unwrap_err();
-    assert_eq!(err.wait, secs(2));
+    assert_eq!(err.wait, ms(2050));
 }
 
 fn ms(n: u64) -> Duration {

@@ -12,7 +12,9 @@
 
 mod classify;
 mod guard;
+pub(crate) use guard::refuse_literal;
 mod hops;
+mod lineage;
 pub(crate) mod quota;
 mod send;
 mod site;
@@ -35,6 +37,7 @@ use crate::payload::Payload;
 use classify::gate_refusal;
 pub use classify::parse_retry_after;
 pub use hops::{HopCheck, HopFuture};
+pub use lineage::Lineage;
 use send::Sent;
 
 /// The most sends one request makes to a host that refuses it: the first, then one per rung
@@ -80,6 +83,9 @@ pub struct GetRequest<'a> {
     pub refuse: Option<Refuse>,
     /// What the caller asks of every hop before it is sent (a page read's robots.txt).
     pub hops: Option<&'a dyn HopCheck>,
+    /// What led to this request (empty: the caller's own): what each hop carries is
+    /// decided on the whole chain.
+    pub led_by: Lineage,
     /// A window the caller's body must have a place in before it is sent for (the pages a
     /// process has in flight): taken once the host's turn has come, so a body waiting on a
     /// slow host's pacing holds no place; handed back in the [`Exchange`].
@@ -108,6 +114,9 @@ pub struct Response {
     /// Whether the request that got it carried credentials (a config rule's auth or
     /// secret header, or the URL's own): its body is private to this user.
     pub credentialed: bool,
+    /// The whole chain that got it: what led to the request, then its hops, `final_url`
+    /// last (what the body's links lead to follows it).
+    pub lineage: Lineage,
 }
 
 /// A GET's result with what it cost.
@@ -294,29 +303,21 @@ impl Client {
             .and_then(|r| r.host_concurrency)
     }
 
-    /// Who a request for `url` is made as: a fingerprint of the credentials its first hop
-    /// sends (`None`: none), so a cached private body is served to the same user only.
-    pub(crate) fn credential_id(&self, url: &Url) -> Option<String> {
-        use sha2::Digest;
-        let (bare, creds) = crate::redact::split_userinfo(url);
-        let plan = site::plan(&self.inner.settings, &bare, &bare, &[], creds.as_ref()).ok()?;
-        plan.credentials.as_ref()?;
-        let mut h = sha2::Sha256::new();
-        h.update(b"rss credentials\0");
-        let mut names: Vec<_> = plan.headers.keys().map(|k| k.as_str()).collect();
-        names.sort_unstable();
-        for name in names {
-            if name == "user-agent" {
-                continue;
-            }
-            h.update(name.as_bytes());
-            for v in plan.headers.get_all(name) {
-                h.update(b"\0");
-                h.update(v.as_bytes());
-            }
-            h.update(b"\n");
-        }
-        Some(hex::encode(&h.finalize()[..8]))
+    /// Who a request for `url` that `led_by` led to is made as: a fingerprint of the
+    /// credentials its first hop sends under the store's `key` (`None`: none sent), so a
+    /// cached private body is served to the same user only.
+    pub(crate) fn credential_id(
+        &self,
+        url: &Url,
+        led_by: &Lineage,
+        key: &crate::cache::CredentialKey,
+    ) -> Option<String> {
+        site::credential_id(&self.inner.settings, url, led_by, key)
+    }
+
+    /// Whether a request for `url` that `led_by` led to sends credentials on its first hop.
+    pub(crate) fn sends_credentials(&self, url: &Url, led_by: &Lineage) -> bool {
+        site::sends_credentials(&self.inner.settings, url, led_by)
     }
 
     /// The gate every send goes through.

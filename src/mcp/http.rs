@@ -303,6 +303,7 @@ pub async fn serve(
     });
     let drained = {
         let (life, stop, closing) = (life.clone(), stop.clone(), closing.clone());
+        let watching = server.clone();
         let bound = opts.drain;
         async move {
             shutdown.await;
@@ -312,6 +313,8 @@ pub async fn serve(
                 "draining on a signal: unready, refusing new requests, waiting up to {} s for the requests in flight",
                 bound.as_secs()
             );
+            // Listens end with their own result at once (they would hold the drain open).
+            watching.shut_watches().await;
             if !life.settled(bound).await {
                 tracing::warn!(
                     in_flight = life.in_flight(),

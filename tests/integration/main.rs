@@ -12,6 +12,7 @@ mod announced;
 
 mod cache;
 mod cli;
+mod credentials;
 mod fleet;
 mod formats;
 mod limits;
@@ -34,3 +35,6 @@ mod selection;
 mod signals;
 mod silent;
 mod tokens;
+mod watch_cli;
+mod watch_mcp;
+mod watch_origin;
