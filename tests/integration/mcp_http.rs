@@ -451,6 +451,79 @@ async fn sigterm_ends_the_server_with_exit_0_within_5_s_when_a_call_outlasts_the
     assert_eq!(status.code(), Some(0), "after {:?}", sent.elapsed());
 }
 
+/// The lines of `data:` events an SSE body has given so far, read until `until` holds of
+/// them (or the body ends, or 10 s pass).
+async fn sse_until(
+    body: &mut reqwest::Response,
+    seen: &mut Vec<serde_json::Value>,
+    until: impl Fn(&[serde_json::Value]) -> bool,
+) {
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !until(seen) {
+        let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, body.chunk()).await else {
+            return;
+        };
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = text.find('\n') {
+            let line: String = text.drain(..=end).collect();
+            if let Some(data) = line.strip_prefix("data:")
+                && let Ok(v) = serde_json::from_str(data.trim())
+            {
+                seen.push(v);
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_a_listen_with_its_result_and_never_waits_the_drain_bound_for_it() {
+    let origin = slow_and_fast_host().await;
+    // A drain bound no test waits: a listen held open to it would fail the 5 s below.
+    let mut server = HttpServer::start(&["--drain-timeout", "10m"]).await;
+    let listen = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": [origin.url("/fast.xml")]},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let mut body = reqwest::Client::new()
+        .post(&server.url)
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(listen.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(body.status(), 200);
+    let mut seen = Vec::new();
+    sse_until(&mut body, &mut seen, |s| !s.is_empty()).await;
+    assert!(
+        seen.first().is_some_and(|v| v.get("id").is_none()),
+        "the listen is acknowledged and open: {seen:?}"
+    );
+    let pid = server.child.id().unwrap();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    sse_until(&mut body, &mut seen, |s| {
+        s.iter().any(|v| v.get("id") == Some(&json!(7)))
+    })
+    .await;
+    let result = seen.iter().find(|v| v.get("id") == Some(&json!(7)));
+    assert!(
+        result.is_some_and(|r| r.get("result").is_some()),
+        "the listen ends with its result: {seen:?}"
+    );
+    let status = tokio::time::timeout(Duration::from_secs(5), server.child.wait())
+        .await
+        .expect("the server exits within 5 s, its listen ended, not drained for 10 min")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_hangs_up_mid_call_frees_the_host_at_once() {
     let host = slow_and_fast_host().await;
