@@ -51,6 +51,7 @@ async fn main() {
             "64",
         ])
         .env("RSS_CACHE_DIR", cache.path())
+        .env("RSS_STATE_DIR", cache.path().join("state"))
         .env("RSS_MCP_TOKEN", TOKEN)
         .stderr(Stdio::piped())
         .kill_on_drop(true)

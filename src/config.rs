@@ -6,9 +6,11 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 
 mod proxy;
+mod store;
 mod watch;
 
 use proxy::proxy_hosts;
+pub use store::HostStateSetting;
 pub use watch::*;
 
 /// The default User-Agent: the tool and its version, and no invented address (a user adds
@@ -63,6 +65,8 @@ pub const ENV_HOST_STATE: &str = "RSS_HOST_STATE";
 pub const ENV_CACHE_MAX_BYTES: &str = "RSS_CACHE_MAX_BYTES";
 /// Environment variable: the Redis URL of the fleet's host-state store.
 pub const ENV_GATE_STORE: &str = "RSS_GATE_STORE";
+/// Environment variable: a file holding the password of the fleet's Redis.
+pub const ENV_GATE_STORE_PASSWORD_FILE: &str = "RSS_GATE_STORE_PASSWORD_FILE";
 /// Environment variable: `1` refuses requests to non-public addresses.
 pub const ENV_DENY_PRIVATE_NETWORKS: &str = "RSS_DENY_PRIVATE_NETWORKS";
 /// Environment variable: `host` (default) or `site`: what the gate keys a request on.
@@ -98,35 +102,6 @@ pub mod limits {
     pub const MAX_RESPONSE_TOKENS: RangeInclusive<u64> = 100..=10_000_000;
 }
 
-/// Where the gate's learned host state is kept.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum HostStateSetting {
-    /// Under the cache directory, shared by every process using it (the default).
-    #[default]
-    Files,
-    /// Inside the process only (`--no-host-state`, `RSS_HOST_STATE=off`).
-    Off,
-    /// In Redis at this URL, shared by every worker of a fleet (`--gate-store`,
-    /// `RSS_GATE_STORE`).
-    Redis(String),
-}
-
-/// A `--gate-store` / `RSS_GATE_STORE` value checked: a `redis://` or `rediss://` URL with
-/// a host. The message never repeats a password.
-fn gate_store_url(url: &str) -> Result<String> {
-    let parsed = url::Url::parse(url).ok();
-    match parsed {
-        Some(u) if matches!(u.scheme(), "redis" | "rediss") && u.has_host() => Ok(url.to_owned()),
-        Some(u) => Err(Error::usage(format!(
-            "--gate-store / {ENV_GATE_STORE} must be a redis:// or rediss:// URL with a host, not a {}: URL",
-            crate::error::echo(u.scheme())
-        ))),
-        None => Err(Error::usage(format!(
-            "--gate-store / {ENV_GATE_STORE} is not a URL (redis://host:port/db)"
-        ))),
-    }
-}
-
 /// Settings given on the command line (or by a test); `None` means "not given".
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
@@ -150,6 +125,8 @@ pub struct Overrides {
     pub no_host_state: bool,
     /// `--gate-store URL`.
     pub gate_store: Option<String>,
+    /// `--gate-store-password-file FILE`.
+    pub gate_store_password_file: Option<PathBuf>,
     /// `--cache-max-bytes`.
     pub cache_max_bytes: Option<u64>,
     /// `--deny-private-networks`.
@@ -193,6 +170,10 @@ pub struct Config {
     pub state_dir: Option<PathBuf>,
     /// Where learned host state is kept.
     pub host_state: HostStateSetting,
+    /// A file holding the password of the Redis in `host_state`
+    /// (`--gate-store-password-file`, `RSS_GATE_STORE_PASSWORD_FILE`): read once, by
+    /// [`Config::with_store_password`].
+    pub gate_store_password_file: Option<PathBuf>,
     /// The cap on the cache's bytes on disk (0: no cap).
     pub cache_max_bytes: u64,
     /// Which local files may be read.
@@ -233,6 +214,7 @@ impl Default for Config {
             cache_dir: default_cache_dir(),
             state_dir: default_state_dir(),
             host_state: HostStateSetting::default(),
+            gate_store_password_file: None,
             cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
             file_access: FileAccess::default(),
             deny_private_networks: false,
@@ -352,33 +334,8 @@ impl Config {
             )?;
             gate.max_gate_wait = Duration::from_secs(secs);
         }
-        let gate_store = overrides
-            .gate_store
-            .clone()
-            .or_else(|| env(ENV_GATE_STORE))
-            .filter(|s| !s.trim().is_empty());
-        let host_state_env = env(ENV_HOST_STATE).filter(|v| !v.trim().is_empty());
-        config.host_state = if overrides.no_host_state {
-            HostStateSetting::Off
-        } else if let Some(url) = gate_store {
-            HostStateSetting::Redis(gate_store_url(url.trim())?)
-        } else if let Some(v) = host_state_env {
-            match v.trim() {
-                "on" | "1" | "true" | "files" => HostStateSetting::Files,
-                "off" | "0" | "false" => HostStateSetting::Off,
-                other => {
-                    return Err(Error::usage(format!(
-                        "{ENV_HOST_STATE}={other:?} is not one of on, off"
-                    )));
-                }
-            }
-        } else if file.no_host_state {
-            HostStateSetting::Off
-        } else if let Some(url) = &file.gate_store {
-            HostStateSetting::Redis(gate_store_url(url.trim())?)
-        } else {
-            HostStateSetting::Files
-        };
+        (config.host_state, config.gate_store_password_file) =
+            store::resolve(&overrides, &env, file)?;
 
         if let Some(secs) = overrides.timeout_secs.or(file.timeout_secs) {
             if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
@@ -754,6 +711,51 @@ mod tests {
             Config::resolve(flags, env_of(&[])).unwrap().host_state,
             HostStateSetting::Off
         );
+    }
+
+    #[test]
+    fn a_store_password_comes_from_a_file_or_the_environment_never_the_command_line() {
+        let flag = Overrides {
+            gate_store: Some("redis://:hunter2@redis:6379/0".into()),
+            ..Overrides::default()
+        };
+        let e = Config::resolve(flag, env_of(&[])).unwrap_err();
+        assert_eq!(e.code().as_str(), "USAGE_ERROR");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+        // The environment is the owner's alone to read.
+        let c = Config::resolve(
+            Overrides::default(),
+            env_of(&[(ENV_GATE_STORE, "redis://:hunter2@redis:6379/0")]),
+        )
+        .unwrap();
+        assert!(!format!("{c:?}").contains("hunter2"));
+        // A file's password joins the URL given without one.
+        let flag = Overrides {
+            gate_store: Some("redis://rss@redis:6379/0".into()),
+            ..Overrides::default()
+        };
+        let c = Config::resolve(
+            flag,
+            env_of(&[(ENV_GATE_STORE_PASSWORD_FILE, "/run/credentials/rss/redis")]),
+        )
+        .unwrap();
+        assert_eq!(
+            c.gate_store_password_file.as_deref(),
+            Some(std::path::Path::new("/run/credentials/rss/redis"))
+        );
+        let c = c
+            .with_store_password(&crate::redact::Secret::new("p@ss word\n"))
+            .unwrap();
+        assert_eq!(
+            c.host_state,
+            HostStateSetting::Redis("redis://rss:p%40ss%20word@redis:6379/0".into())
+        );
+        assert!(!format!("{c:?}").contains("p%40ss"));
+        // Two passwords, or one with no Redis, are usage errors.
+        let secret = crate::redact::Secret::new("x");
+        assert!(c.with_store_password(&secret).is_err());
+        let files = Config::resolve(Overrides::default(), env_of(&[])).unwrap();
+        assert!(files.with_store_password(&secret).is_err());
     }
 
     #[test]

@@ -27,6 +27,7 @@
 //! - `cli`      — the clap surface and the one exit path
 //! - `watch`    — watching feeds while someone listens: each feed's schedule, one check per feed
 //! - `mcp`      — the MCP server (stdio and streamable HTTP): tools delegate to `ops`
+//! - `metrics`  — the counters and histograms operations record, for Prometheus
 //!
 //! The public surface is what an embedding program uses, four modules: [`ops`] (build a
 //! [`Context`] from a [`Config`], call [`ops::fetch_feeds`]), the [`model`] it returns,
@@ -54,6 +55,7 @@ pub(crate) mod inputs;
 pub(crate) mod local;
 pub(crate) mod lockfile;
 pub(crate) mod mcp;
+pub(crate) mod metrics;
 pub mod model;
 pub mod ops;
 pub(crate) mod output;

@@ -150,7 +150,7 @@ async def over_http(binary, base, allow):
     from mcp.client.streamable_http import streamable_http_client
 
     with tempfile.TemporaryDirectory() as cache:
-        cmd = [binary, "mcp", "--http", "127.0.0.1:0", "--cache-dir", cache]
+        cmd = [binary, "mcp", "--http", "127.0.0.1:0", "--cache-dir", cache, "--state-dir", os.path.join(cache, "state")]
         if allow:
             cmd.append("--allow-private-networks")
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -36,6 +36,8 @@ pub struct Policy {
     /// Serve an ETag and answer `304` to a matching `If-None-Match`.
     pub etag: bool,
     pub body: Vec<u8>,
+    /// Send `Cache-Control: max-age=N` with each feed.
+    pub max_age: Option<u64>,
 }
 
 impl Policy {
@@ -47,6 +49,7 @@ impl Policy {
             retry_after: RetryAfter::None,
             etag: false,
             body: feed_body(2_000),
+            max_age: None,
         }
     }
 
@@ -108,6 +111,9 @@ pub async fn host(policy: Policy) -> TestServer {
         let mut reply = Reply::xml(policy.body.clone()).delay(policy.latency);
         if policy.etag {
             reply = reply.header("ETag", "\"same\"");
+        }
+        if let Some(secs) = policy.max_age {
+            reply = reply.header("Cache-Control", &format!("max-age={secs}"));
         }
         reply
     })

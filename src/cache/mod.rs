@@ -30,7 +30,9 @@ use sha2::{Digest, Sha256};
 
 mod credential_key;
 mod entry;
+pub(crate) mod flight;
 pub(crate) mod freshness;
+pub(crate) mod shared;
 mod size;
 
 pub use credential_key::CredentialKey;
@@ -321,6 +323,30 @@ impl Cache {
             Ok(meta)
         })?;
         self.enforce_cap(&k, body.len() as u64, 0);
+        Ok(kept)
+    }
+
+    /// Keeps `entry` (a copy another node fetched, from the fleet's shared tier) as this
+    /// URL's entry, unless the entry here records a response as late or later; whether it
+    /// was kept.
+    pub fn adopt(&self, entry: &Entry) -> Result<bool> {
+        let k = key(&entry.meta.feed_url);
+        let written = self.write_temp(&k, &entry.meta, &entry.body)?;
+        let kept = self.with_entry_lock(&k, || {
+            if self
+                .current_meta(&entry.meta.feed_url)
+                .is_some_and(|p| p.received_ms >= entry.meta.received_ms)
+            {
+                return Ok(false);
+            }
+            written
+                .persist(self.entry_path(&entry.meta.feed_url))
+                .map_err(|e| Error::io("cannot rename into place", e.file.path(), e.error))?;
+            Ok(true)
+        })?;
+        if kept {
+            self.enforce_cap(&k, entry.body.len() as u64, 0);
+        }
         Ok(kept)
     }
 

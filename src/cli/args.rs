@@ -108,6 +108,24 @@ pub(super) struct GlobalArgs {
     /// or text.
     #[arg(long, global = true, value_enum, default_value_t = ErrorFormat::Auto)]
     pub(super) error_format: ErrorFormat,
+    /// How log lines on stderr are written: text, or json (one JSON object a line, for a
+    /// server's log collector).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub(super) log_format: LogFormat,
+    /// The Redis password of --gate-store / RSS_GATE_STORE, read from FILE (readable by its
+    /// owner only; env RSS_GATE_STORE_PASSWORD_FILE): a password in --gate-store itself
+    /// would show in the process list, and is refused.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(super) gate_store_password_file: Option<PathBuf>,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum LogFormat {
+    /// Lines for a person.
+    Text,
+    /// One JSON object a line.
+    Json,
 }
 
 /// `--error-format`.
@@ -295,7 +313,8 @@ pub(super) struct McpArgs {
     /// name:port; repeatable), e.g. behind a reverse proxy.
     #[arg(long, value_name = "NAME", requires = "http")]
     pub(super) allowed_host: Vec<String>,
-    /// Most HTTP sessions open at once.
+    /// Most old-style HTTP sessions open at once (a session-free request of the
+    /// 2026-07-28 revision is never counted).
     #[arg(long, value_name = "N", default_value_t = crate::mcp::http::DEFAULT_MAX_SESSIONS, requires = "http")]
     pub(super) max_sessions: usize,
     /// Answer every tool call within SECS, waits and sends included (default 50, under the
@@ -314,6 +333,14 @@ pub(super) struct McpArgs {
     /// Close an HTTP session idle this long (90s, 10m, 1h).
     #[arg(long, value_name = "DUR", default_value = "10m", requires = "http")]
     pub(super) session_idle: String,
+    /// On SIGTERM/SIGINT, wait this long for the calls in flight to be answered before
+    /// cutting them (default: the call timeout and 10 s more, so every call answers).
+    #[arg(long, value_name = "DUR", requires = "http")]
+    pub(super) drain_timeout: Option<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics with no token, on a listener of
+    /// their own (loopback unless --allow-remote); /metrics beside /mcp needs the token.
+    #[arg(long, value_name = "ADDR", requires = "http")]
+    pub(super) metrics: Option<std::net::SocketAddr>,
     /// Most feed subscriptions the server holds, every listener's together (default 1000);
     /// the ones over it are left out of a listener's acknowledgement and named.
     #[arg(long, value_name = "N")]

@@ -63,7 +63,11 @@ fn run_main() -> u8 {
         }
     };
     let _ = ERRORS_AS_WORDS.set(cli.global.error_format.words());
-    logging::init(cli.global.quiet, cli.global.verbose);
+    logging::init(
+        cli.global.quiet,
+        cli.global.verbose,
+        cli.global.log_format == args::LogFormat::Json,
+    );
     let given = overrides(&cli.global).map(|mut o| {
         if let Command::Mcp(m) = &cli.command {
             o.call_timeout_secs = m.call_timeout;
@@ -80,7 +84,10 @@ fn run_main() -> u8 {
         Ok(s) => s,
         Err(e) => return report(&e),
     };
-    let config = match given.and_then(|o| Config::from_env_with(o, &settings.defaults)) {
+    let config = match given
+        .and_then(|o| Config::from_env_with(o, &settings.defaults))
+        .and_then(with_store_password)
+    {
         Ok(c) => c,
         Err(e) => return report(&e),
     };
@@ -220,6 +227,7 @@ fn overrides(g: &GlobalArgs) -> Result<Overrides> {
         state_dir: g.state_dir.clone(),
         no_host_state: g.no_host_state,
         gate_store: g.gate_store.clone(),
+        gate_store_password_file: g.gate_store_password_file.clone(),
         cache_max_bytes: g.cache_max_bytes,
         deny_private_networks: g.deny_private_networks,
         host_key: g.host_key.clone(),
@@ -389,7 +397,7 @@ async fn run(cli: Cli, config: Config, settings: Settings) -> Result<u8> {
             };
             let http = args
                 .http
-                .map(|addr| http_options(addr, &args))
+                .map(|addr| http_options(addr, &args, &g, config.call_timeout))
                 .transpose()?;
             let stop = signal::shutdown();
             let ctx = Context::with_settings(config, settings);
@@ -419,9 +427,34 @@ fn read_token_file(path: &std::path::Path) -> Result<String> {
     })
 }
 
+/// `config` with its Redis store's password read from `--gate-store-password-file` (a file
+/// its owner alone may read, as a config file's secret files), when one is named.
+fn with_store_password(config: Config) -> Result<Config> {
+    use crate::local::PrivateRead;
+    const MAX_PASSWORD_FILE_BYTES: u64 = 4096;
+    let Some(path) = config.gate_store_password_file.clone() else {
+        return Ok(config);
+    };
+    let text = crate::local::read_private(&path, MAX_PASSWORD_FILE_BYTES).map_err(|e| match e {
+        PrivateRead::Unreadable(source) => {
+            Error::io("cannot read the gate store's password file", &path, source)
+        }
+        refused => Error::usage(format!(
+            "--gate-store-password-file {} {refused}",
+            path.display()
+        )),
+    })?;
+    config.with_store_password(&crate::redact::Secret::new(text))
+}
+
 /// The HTTP server's options from `rss mcp` flags; the token from `--token-file`, else
 /// `RSS_MCP_TOKEN`.
-fn http_options(addr: std::net::SocketAddr, args: &args::McpArgs) -> Result<HttpOptions> {
+fn http_options(
+    addr: std::net::SocketAddr,
+    args: &args::McpArgs,
+    global: &GlobalArgs,
+    call_timeout: std::time::Duration,
+) -> Result<HttpOptions> {
     let token = match &args.token_file {
         Some(path) => Some(Token::from_lines(&read_token_file(path)?)?),
         None => crate::config::mcp_token_from_env()
@@ -439,6 +472,23 @@ fn http_options(addr: std::net::SocketAddr, args: &args::McpArgs) -> Result<Http
     if args.max_sessions == 0 {
         return Err(Error::usage("--max-sessions must be at least 1"));
     }
+    let drain = match &args.drain_timeout {
+        None => call_timeout + std::time::Duration::from_secs(10),
+        Some(d) => parse_duration(d).ok_or_else(|| {
+            Error::usage(format!(
+                "--drain-timeout {:?} is not a duration such as 30s or 2m",
+                error::echo(d)
+            ))
+        })?,
+    };
+    use crate::mcp::http::Announce;
+    let announce = if global.quiet && addr.port() != 0 {
+        Announce::Quiet
+    } else if global.log_format == args::LogFormat::Json {
+        Announce::Json
+    } else {
+        Announce::Text
+    };
     let opts = HttpOptions {
         addr,
         token,
@@ -446,6 +496,9 @@ fn http_options(addr: std::net::SocketAddr, args: &args::McpArgs) -> Result<Http
         allowed_hosts: args.allowed_host.clone(),
         max_sessions: args.max_sessions,
         session_idle,
+        drain,
+        metrics: args.metrics,
+        announce,
     };
     opts.check()?;
     Ok(opts)

@@ -442,6 +442,16 @@ impl Gate {
         }
     }
 
+    /// Hosts that refused lately and are paced with care now (warm).
+    pub fn warm_hosts(&self) -> usize {
+        let slots: Vec<Arc<HostSlot>> = {
+            let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.values().cloned().collect()
+        };
+        let now = Instant::now();
+        slots.iter().filter(|s| s.lock().host.is_warm(now)).count()
+    }
+
     /// Hosts that may not be sent to right now.
     pub fn cooling_hosts(&self) -> usize {
         let slots: Vec<Arc<HostSlot>> = {

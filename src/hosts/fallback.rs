@@ -79,6 +79,7 @@ impl Fallback {
                 // A damaged entry is the entry's problem, not the store's.
                 Err(e @ StoreError::Corrupt { .. }) => return Err(e),
                 Err(e) => {
+                    crate::metrics::store_error("gate");
                     self.failed(&e);
                     if self.local.is_none() {
                         return Err(e);
@@ -87,7 +88,10 @@ impl Fallback {
             }
         }
         match &self.local {
-            Some(local) => on_local(local).await,
+            Some(local) => {
+                crate::metrics::store_fallback();
+                on_local(local).await
+            }
             None => Err(StoreError::Timeout(OP_TIMEOUT)),
         }
     }

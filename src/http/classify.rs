@@ -14,6 +14,7 @@ pub(super) fn gate_refusal(
     http_status: Option<StatusCode>,
     retry_after: Option<String>,
 ) -> Error {
+    crate::metrics::gate_rate_limited();
     Error::RateLimited {
         wait: t.wait,
         http_status: http_status.map(|s| s.as_u16()),

@@ -361,6 +361,9 @@ impl Client {
     pub async fn get(&self, req: GetRequest<'_>) -> Exchange {
         let mut tally = Tally::default();
         let result = self.follow(&req, &mut tally).await;
+        if tally.attempts > 0 {
+            crate::metrics::gate_wait(tally.gate_wait);
+        }
         Exchange {
             result,
             attempts: tally.attempts,
@@ -481,6 +484,7 @@ impl Client {
                     retry_after_raw,
                 } => (status, retry_after_raw),
             };
+            crate::metrics::refusal(status.as_u16());
             // A 403 that persists is a block, not a window, unless it says when to come
             // back; 429 and 503 ask for a wait.
             if status == StatusCode::FORBIDDEN && retry_after_raw.is_none() {

@@ -179,11 +179,13 @@ impl Client {
         let resp = match builder.send().await {
             Ok(resp) => resp,
             Err(e) => {
+                crate::metrics::upstream(None);
                 self.ended(permit, Outcome::Failed, None, notes).await;
                 return Err(network_error(url, e));
             }
         };
         let status = resp.status();
+        crate::metrics::upstream(Some(status.as_u16()));
         let headers = resp.headers().clone();
         // What the host says is left of its quota counts for the next send, whatever the
         // status; a refusal's Retry-After wins over it.

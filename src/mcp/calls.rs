@@ -338,12 +338,18 @@ impl Server {
     ) -> Result<CallToolResult> {
         let a: args::AckDeliveryArgs = args::parse("ack_delivery", args)?;
         let scope = super::reader_scope(context);
-        let out = ops::ack(
+        let acked = ops::ack(
             &self.ctx,
             &[a.delivery_token],
             ops::Caller::Client(scope.as_ref()),
         )
-        .await?;
+        .await;
+        crate::metrics::ack(match &acked {
+            Ok(_) => "ok",
+            Err(crate::error::Error::TokenRefused { .. }) => "refused",
+            Err(_) => "error",
+        });
+        let out = acked?;
         Ok(answer::whole(
             format!(
                 "{} recorded as seen; {} already were.",

@@ -4,7 +4,9 @@
 mod answer;
 mod args;
 mod calls;
+mod guard;
 pub mod http;
+mod life;
 mod listen;
 mod progress;
 mod resources;
@@ -72,6 +74,8 @@ impl Server {
 
 /// Serves MCP on stdin/stdout until the client hangs up or `shutdown` resolves (a
 /// signal): then in-flight calls are cancelled, which frees their hosts, and it returns.
+/// Its one client's cursors are signed with this process's own key (an HTTP server takes
+/// its store's, shared by every node: `http::serve`).
 pub async fn serve(ctx: Context, shutdown: impl std::future::Future) -> Result<()> {
     let transport = stdio::transport(tokio::io::stdin(), tokio::io::stdout());
     tokio::pin!(shutdown);
@@ -110,7 +114,7 @@ fn reader_scope(context: &RequestContext<RoleServer>) -> Option<crate::ops::Scop
         .extensions
         .get::<axum::http::request::Parts>()?
         .extensions
-        .get::<http::ReaderScope>()
+        .get::<guard::ReaderScope>()
         .map(|s| s.0.clone())
 }
 
@@ -200,9 +204,18 @@ impl ServerHandler for Server {
         }
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         let cancelled = context.ct.clone();
+        let tool = request
+            .name
+            .parse::<ToolName>()
+            .map_or("unknown", ToolName::as_str);
+        // Counted in flight until it ends; a call dropped unanswered counts as cancelled.
+        let counted = crate::metrics::Call::start(tool);
         // Dropping the call's future on cancellation releases its host permits at once.
         tokio::select! {
-            r = self.dispatch(&request.name, args, &context) => Ok(r.into()),
+            r = self.dispatch(&request.name, args, &context) => {
+                counted.finish(r.is_error == Some(true));
+                Ok(r.into())
+            }
             _ = cancelled.cancelled() => Err(McpError::internal_error("the request was cancelled", None)),
         }
     }

@@ -228,8 +228,9 @@ impl Context {
             CacheMode::Fresh => e.meta.is_fresh(now_ms, cap).is_some(),
             _ => false,
         };
-        if let Some(entry) = cached.take_if(|e| fresh(e)) {
-            let until = entry.meta.is_fresh(now_ms, cap);
+        let served = |entry: Entry, shared: bool, warnings, held| {
+            crate::metrics::cache_fresh(shared);
+            let until = entry.meta.is_fresh(crate::cache::now_ms(), cap);
             let lineage = lineage_of(&req.led_by, &entry);
             let basis = entry.meta.basis();
             let mut f = Fetched::new(Got::Cached(entry, FeedStatus::Ok));
@@ -238,8 +239,49 @@ impl Context {
             f.basis = Some(basis);
             f.warnings = warnings;
             f.window = held;
-            return f;
+            f
+        };
+        if let Some(entry) = cached.take_if(|e| fresh(e)) {
+            return served(entry, false, warnings, held);
         }
+        // A copy another node of the fleet fetched, newer than this one's.
+        let tier = self
+            .shared_cache
+            .as_ref()
+            .filter(|_| cache.is_some() && credential_id.is_none());
+        cached = self
+            .tier_copy(tier, &cache, req.kind, req.key, cached)
+            .await;
+        if let Some(entry) = cached.take_if(|e| fresh(e)) {
+            crate::metrics::shared_cache("hit");
+            return served(entry, true, warnings, held);
+        }
+        // One fetch of the URL at a time: a call that would serve a copy fetched a moment
+        // ago waits for the fetch under way (here or on another node) and looks again.
+        let _boarded = match req.mode {
+            CacheMode::Fresh | CacheMode::MaxAge(_) if cache.is_some() => {
+                let b = self
+                    .flights
+                    .board(req.kind, req.key, tier, req.deadline)
+                    .await;
+                if b.waited {
+                    let (again, _) = load(cache.as_ref(), req.key).await;
+                    let again = again.filter(|e| e.meta.credential_id == credential_id);
+                    cached = match (again, cached) {
+                        (Some(a), Some(c)) if c.meta.received_ms > a.meta.received_ms => Some(c),
+                        (a, c) => a.or(c),
+                    };
+                    cached = self
+                        .tier_copy(tier, &cache, req.kind, req.key, cached)
+                        .await;
+                    if let Some(entry) = cached.take_if(|e| fresh(e)) {
+                        return served(entry, false, warnings, held);
+                    }
+                }
+                Some(b)
+            }
+            _ => None,
+        };
         let mut ex: Exchange = self
             .client
             .get(GetRequest {
@@ -268,6 +310,9 @@ impl Context {
             Ok(resp) if resp.not_modified => match self.not_modified(&cache, cached, &resp).await {
                 Ok(entry) => {
                     fresh_until_ms = entry.meta.is_fresh(crate::cache::now_ms(), cap);
+                    if let Some(t) = tier {
+                        t.touch(req.kind, &entry).await;
+                    }
                     lineage = resp.lineage;
                     basis = Some(entry.meta.basis());
                     Got::Cached(entry, FeedStatus::NotModified)
@@ -297,15 +342,27 @@ impl Context {
                     .skip(req.led_by.steps().len())
                     .any(|u| u.scheme() == "https");
                 basis = Some(basis_of(&resp, declared));
-                let stored = Stored {
+                let to_store = Stored {
                     credential_id,
                     via_https,
                     declared,
                 };
-                let (resp, store_warning) =
-                    store_fresh(cache.as_ref(), req.key, resp, stored).await;
-                if let Some(w) = store_warning {
-                    warnings.push((WarningCode::CacheWriteFailed, w));
+                let (resp, stored) = store_fresh(cache.as_ref(), req.key, resp, to_store).await;
+                match stored {
+                    Err(w) => warnings.push((WarningCode::CacheWriteFailed, w)),
+                    // (Unless another process stored a later response meanwhile.)
+                    Ok(Some(meta)) if meta.body_len == resp.body.len() as u64 => {
+                        if let Some(t) = tier
+                            .filter(|_| resp.body.len() <= crate::cache::shared::MAX_SHARED_BODY)
+                        {
+                            let entry = Entry {
+                                meta,
+                                body: resp.body.clone(),
+                            };
+                            t.put(req.kind, &entry).await;
+                        }
+                    }
+                    Ok(_) => {}
                 }
                 lineage = resp.lineage.clone();
                 Got::Fresh(resp)
@@ -342,6 +399,44 @@ impl Context {
             window: held.or(ex.window),
             lineage,
         }
+    }
+
+    /// `cached`, or the fleet tier's copy of `key` when it is newer (kept in the local cache
+    /// too, so the next call here finds it).
+    async fn tier_copy(
+        &self,
+        tier: Option<&crate::cache::shared::SharedCache>,
+        cache: &Option<Cache>,
+        kind: Kind,
+        key: &str,
+        cached: Option<Entry>,
+    ) -> Option<Entry> {
+        let (Some(tier), Some(local)) = (tier, cache.clone()) else {
+            return cached;
+        };
+        // The metadata first: the body comes over only when the copy is newer.
+        let newer = tier.meta(kind, key).await.filter(|m| {
+            cached
+                .as_ref()
+                .is_none_or(|c| m.received_ms > c.meta.received_ms)
+        });
+        let Some(m) = newer else {
+            return cached;
+        };
+        let shared = match cached {
+            // Confirmed again by another node: the same body, with the later metadata.
+            Some(c) if c.meta.body_sha256 == m.body_sha256 => Entry {
+                meta: m,
+                body: c.body,
+            },
+            c => match tier.body(kind, m).await {
+                Some(e) => e,
+                None => return c,
+            },
+        };
+        let kept = shared.clone();
+        let _ = blocking(move || local.adopt(&kept)).await;
+        Some(shared)
     }
 
     /// The cached copy a `304` confirmed, recorded as fresh as of the response (with any
@@ -407,20 +502,20 @@ struct Stored {
 }
 
 /// Stores a fresh response as `key`'s cache entry (when a cache is in use), off the async
-/// threads; gives the response back, with a warning when the write failed.
+/// threads; gives the response back, with what was stored, or why the write failed.
 async fn store_fresh(
     cache: Option<&Cache>,
     key: &str,
     resp: Response,
     stored: Stored,
-) -> (Response, Option<String>) {
+) -> (Response, std::result::Result<Option<Meta>, String>) {
     let Stored {
         credential_id,
         via_https,
         declared,
     } = stored;
     let Some(cache) = cache.cloned() else {
-        return (resp, None);
+        return (resp, Ok(None));
     };
     let key = key.to_owned();
     let done = blocking(move || {
@@ -437,8 +532,11 @@ async fn store_fresh(
             via_https,
             declared,
         };
-        let warning = cache.store(&req, &resp.body).err().map(|e| e.to_string());
-        (resp, warning)
+        let stored = cache
+            .store(&req, &resp.body)
+            .map(Some)
+            .map_err(|e| e.to_string());
+        (resp, stored)
     })
     .await;
     match done {
@@ -457,7 +555,7 @@ async fn store_fresh(
                 credentialed: false,
                 lineage: Lineage::none(),
             },
-            Some(e.to_string()),
+            Err(e.to_string()),
         ),
     }
 }

@@ -183,7 +183,12 @@ pub(crate) async fn on_page_thread<T: Send + 'static>(
     }
     let since = Instant::now();
     let _ = extracting.reading.set(since);
-    match tokio::time::timeout(WALL_LIMIT, rx).await {
+    // Counted as cut (EXTRACTION_TIMEOUT) unless it ends here.
+    let mut counted = Counted {
+        since,
+        result: "timeout",
+    };
+    let r = match tokio::time::timeout(WALL_LIMIT, rx).await {
         Ok(Ok(Ok(r))) => r,
         Ok(_) => Err(Error::internal("a page thread failed")),
         Err(_) => Err(Error::ExtractionTimeout {
@@ -191,6 +196,24 @@ pub(crate) async fn on_page_thread<T: Send + 'static>(
             cut_by: ExtractionCut::Budget,
             elapsed: since.elapsed(),
         }),
+    };
+    counted.result = match &r {
+        Ok(_) => "ok",
+        Err(Error::ExtractionTimeout { .. }) => "timeout",
+        Err(_) => "error",
+    };
+    r
+}
+
+/// A page's reading as the metrics count it: its result, and how long it ran.
+struct Counted {
+    since: Instant,
+    result: &'static str,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        crate::metrics::extraction(self.result, self.since.elapsed());
     }
 }
 

@@ -15,6 +15,7 @@ pub mod pages;
 mod readers;
 mod request;
 mod robots;
+mod service;
 mod show;
 
 use crate::model::WarningCode;
@@ -44,6 +45,7 @@ pub use readers::{
     Caller, ReaderRequest, ack, deliver, fetch_unseen, open_view, readers_forget, readers_list,
 };
 pub use request::{CachePolicy, FetchRequest};
+pub use service::{KeySource, Service};
 pub use show::{ShowOptions, show_item, show_item_traced};
 
 /// What one process shares between all operations: one HTTP client (so one gate and one
@@ -60,7 +62,8 @@ pub struct Context {
     pub config: Config,
     /// robots.txt rules read by this process, by origin.
     pub(crate) robots: std::sync::Arc<robots::RobotsMemo>,
-    /// The key this process signs page cursors with ([`pages`]).
+    /// The key page cursors are signed with ([`pages`]): the shared store's once a server
+    /// has taken it from there ([`Service::cursor_key`]), else this process's own.
     pub cursor_key: pages::CursorKey,
     /// The owner's config file: rules per site (shared with the client).
     pub(crate) settings: std::sync::Arc<crate::settings::Settings>,
@@ -69,6 +72,10 @@ pub struct Context {
     pub(crate) readers: Result<std::sync::Arc<crate::readers::Readers>, String>,
     /// The window of pages in flight in this process.
     pub(crate) pages: extract::PageWindow,
+    /// The fleet's shared cache tier (with a Redis store and a cache).
+    pub(crate) shared_cache: Option<crate::cache::shared::SharedCache>,
+    /// The fetches under way, one per URL ([`crate::cache::flight`]).
+    pub(crate) flights: std::sync::Arc<crate::cache::flight::Flights>,
 }
 
 impl Context {
@@ -91,6 +98,12 @@ impl Context {
                 Some("running without a cache: no cache directory is known".to_owned()),
             ),
         };
+        let shared_cache = match (&config.host_state, &cache) {
+            (crate::config::HostStateSetting::Redis(url), Some(_)) => {
+                crate::cache::shared::SharedCache::open(url)
+            }
+            _ => None,
+        };
         let readers = crate::readers::Readers::open(&config)
             .map(std::sync::Arc::new)
             .map_err(|e| e.to_string());
@@ -104,6 +117,8 @@ impl Context {
             settings,
             readers,
             pages: Default::default(),
+            shared_cache,
+            flights: Default::default(),
         }
     }
 

@@ -5,8 +5,9 @@
 //!
 //! A cursor is `base64url(JSON) "." base64url(tag)`: the JSON says where the page starts,
 //! which options it belongs to, how `since` was resolved and when it was issued; the tag is
-//! an HMAC-SHA256 (first 16 bytes) under a key drawn when the server started, so a cursor
-//! changed by one character, or kept past a restart or [`CURSOR_LIFETIME`], is refused.
+//! an HMAC-SHA256 (first 16 bytes) under the key of the server's store (`super::service`:
+//! drawn once, shared by every node of the store), so a cursor changed by one character,
+//! given by a server of another store, or kept past [`CURSOR_LIFETIME`], is refused.
 //! Nothing is kept on the server: every page is cut from the whole run, read again from
 //! the cache, so `--dedupe` and the order are the same on every page.
 
@@ -37,7 +38,7 @@ const CURSOR_TOKENS: usize = 96;
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 
-/// The key cursors are signed with, drawn once per process.
+/// The key cursors are signed with: the store's (`super::service`), or drawn by the process.
 #[derive(Clone)]
 pub struct CursorKey([u8; 32]);
 
@@ -68,6 +69,16 @@ impl Default for CursorKey {
 }
 
 impl CursorKey {
+    /// The key of these bytes (the store's shared key).
+    pub(crate) fn from_bytes(key: [u8; 32]) -> CursorKey {
+        CursorKey(key)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn same_as(&self, other: &CursorKey) -> bool {
+        self.0 == other.0
+    }
+
     fn tag(&self, body: &str) -> [u8; 16] {
         let mut mac = <HmacSha256 as KeyInit>::new_from_slice(&self.0).expect("any key length");
         mac.update(body.as_bytes());

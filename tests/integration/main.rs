@@ -13,6 +13,7 @@ mod announced;
 mod cache;
 mod cli;
 mod credentials;
+mod fleet;
 mod formats;
 mod limits;
 mod mcp;

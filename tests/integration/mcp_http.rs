@@ -42,6 +42,7 @@ impl HttpServer {
             .args(flags)
             .envs(env.iter().copied())
             .env("RSS_CACHE_DIR", cache.path())
+            .env("RSS_STATE_DIR", cache.path().join("state"))
             .env("RSS_MCP_TOKEN", TOKEN)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -330,18 +331,77 @@ async fn the_guard_answers_401_403_413_and_healthz() {
         .unwrap();
     assert_eq!(health.status().as_u16(), 200);
     assert_eq!(health.text().await.unwrap(), "ok\n");
+    // Ready: its store (files) is deliberately local; nothing of the setup is told.
+    let ready = reqwest::get(format!("{}/readyz", server.base()))
+        .await
+        .unwrap();
+    assert_eq!(ready.status().as_u16(), 200);
+    assert_eq!(ready.text().await.unwrap(), "ready\n");
+    // Metrics beside /mcp ask for the token.
+    let metrics = format!("{}/metrics", server.base());
+    assert_eq!(reqwest::get(&metrics).await.unwrap().status().as_u16(), 401);
+    let m = reqwest::Client::new()
+        .get(&metrics)
+        .header("authorization", &auth)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(m.status().as_u16(), 200);
+    assert!(
+        m.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = m.text().await.unwrap();
+    assert!(
+        text.contains(r#"rss_http_refused_total{reason="token"}"#),
+        "{text}"
+    );
+    assert!(!text.contains(TOKEN));
+}
+
+/// A session-free request of the 2026-07-28 revision (no `initialize`, no session).
+fn session_free_body(id: u32) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_session_cap_refuses_one_more_session() {
+async fn the_session_cap_refuses_one_more_old_style_session_and_never_a_session_free_request() {
     let server = HttpServer::start(&["--max-sessions", "2"]).await;
-    let _a = server.client().await;
+    let a = server.client().await;
     let _b = server.client().await;
     let auth = format!("Bearer {TOKEN}");
     assert_eq!(
         post(&server.url, &[("authorization", &auth)], initialize_body()).await,
         503
     );
+    // Every slot taken, a session-free client is still served, as often as it asks.
+    let free = [
+        ("authorization", auth.as_str()),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+    for id in 0..3 {
+        assert_eq!(post(&server.url, &free, session_free_body(id)).await, 200);
+    }
+    // A session closed frees its slot, and its close is answered as the official clients
+    // expect (the Python SDK logs "Session termination failed" for anything but 200/204).
+    a.cancel().await.unwrap();
+    let http = reqwest::Client::new();
+    let session = open_session(&http, &server.url, &auth).await;
+    let closed = http
+        .delete(&server.url)
+        .header("authorization", &auth)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status().as_u16(), 204);
 }
 
 #[test]
@@ -365,9 +425,9 @@ fn a_remote_address_without_allow_remote_and_a_token_is_a_usage_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_ends_the_server_with_exit_0_within_5_s_even_mid_call() {
+async fn sigterm_ends_the_server_with_exit_0_within_5_s_when_a_call_outlasts_the_drain() {
     let slow = slow_and_fast_host().await;
-    let mut server = HttpServer::start(&[]).await;
+    let mut server = HttpServer::start(&["--drain-timeout", "1s"]).await;
     let client = Arc::new(server.client().await);
     let c = client.clone();
     let url = slow.url("/slow");
@@ -389,6 +449,79 @@ async fn sigterm_ends_the_server_with_exit_0_within_5_s_even_mid_call() {
         .expect("the server exits within 5 s")
         .unwrap();
     assert_eq!(status.code(), Some(0), "after {:?}", sent.elapsed());
+}
+
+/// The lines of `data:` events an SSE body has given so far, read until `until` holds of
+/// them (or the body ends, or 10 s pass).
+async fn sse_until(
+    body: &mut reqwest::Response,
+    seen: &mut Vec<serde_json::Value>,
+    until: impl Fn(&[serde_json::Value]) -> bool,
+) {
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !until(seen) {
+        let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, body.chunk()).await else {
+            return;
+        };
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = text.find('\n') {
+            let line: String = text.drain(..=end).collect();
+            if let Some(data) = line.strip_prefix("data:")
+                && let Ok(v) = serde_json::from_str(data.trim())
+            {
+                seen.push(v);
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_a_listen_with_its_result_and_never_waits_the_drain_bound_for_it() {
+    let origin = slow_and_fast_host().await;
+    // A drain bound no test waits: a listen held open to it would fail the 5 s below.
+    let mut server = HttpServer::start(&["--drain-timeout", "10m"]).await;
+    let listen = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": [origin.url("/fast.xml")]},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let mut body = reqwest::Client::new()
+        .post(&server.url)
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(listen.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(body.status(), 200);
+    let mut seen = Vec::new();
+    sse_until(&mut body, &mut seen, |s| !s.is_empty()).await;
+    assert!(
+        seen.first().is_some_and(|v| v.get("id").is_none()),
+        "the listen is acknowledged and open: {seen:?}"
+    );
+    let pid = server.child.id().unwrap();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    sse_until(&mut body, &mut seen, |s| {
+        s.iter().any(|v| v.get("id") == Some(&json!(7)))
+    })
+    .await;
+    let result = seen.iter().find(|v| v.get("id") == Some(&json!(7)));
+    assert!(
+        result.is_some_and(|r| r.get("result").is_some()),
+        "the listen ends with its result: {seen:?}"
+    );
+    let status = tokio::time::timeout(Duration::from_secs(5), server.child.wait())
+        .await
+        .expect("the server exits within 5 s, its listen ended, not drained for 10 min")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -547,4 +680,78 @@ async fn a_token_file_readable_by_others_or_not_a_file_is_refused_at_once() {
         assert_ne!(code, Some(0), "{said}");
         assert!(said.contains(says), "{said}");
     }
+}
+
+/// Runs `rss FLAGS mcp --http 127.0.0.1:0`, opens a session and makes a call, stops it with
+/// SIGTERM, and returns every line it wrote on stderr.
+async fn server_lines(flags: &[&str]) -> Vec<String> {
+    let cache = tempfile::tempdir().unwrap();
+    let mut child = rss_tokio()
+        .args(flags)
+        .args(["mcp", "--http", "127.0.0.1:0"])
+        .env("RSS_CACHE_DIR", cache.path())
+        .env("RSS_STATE_DIR", cache.path().join("state"))
+        .env("RSS_MCP_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the server names its address within 30 s")
+        .unwrap()
+        .expect("a first line");
+    let at = first.find("http://").expect("the address");
+    let url: String = first[at..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != '"')
+        .collect();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    config.auth_header = Some(TOKEN.to_owned());
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    let client = ().serve(transport).await.unwrap();
+    let _ = client
+        .call_tool(
+            CallToolRequestParams::new("get_schema")
+                .with_arguments(args(json!({"tool": "get_item"}))),
+        )
+        .await
+        .unwrap();
+    client.cancel().await.unwrap();
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().unwrap().to_string()])
+        .status()
+        .unwrap();
+    let mut out = vec![first];
+    while let Ok(Ok(Some(l))) =
+        tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await
+    {
+        out.push(l);
+    }
+    let exit = child.wait().await.unwrap();
+    assert_eq!(exit.code(), Some(0), "{out:?}");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_silences_every_library_and_json_logs_are_one_object_a_line() {
+    // -q: the address (asked for port 0, there is no other way to learn it), then nothing.
+    let quiet = server_lines(&["-q"]).await;
+    assert_eq!(quiet.len(), 1, "{quiet:?}");
+    assert!(quiet[0].starts_with("rss: serving MCP on http://127.0.0.1:"));
+    // -v --log-format json: the MCP library's lines too, each one JSON object, none a secret.
+    let lines = server_lines(&["-v", "--log-format", "json"]).await;
+    assert!(lines.len() > 2, "{lines:?}");
+    for l in &lines {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}"));
+        assert!(
+            v["level"].is_string() && v["fields"]["message"].is_string(),
+            "{l}"
+        );
+        assert!(!l.contains(TOKEN), "{l}");
+    }
+    assert!(lines.iter().any(|l| l.contains("session")), "{lines:?}");
 }

@@ -176,3 +176,25 @@ fn the_example_config_file_is_one_the_checker_accepts() {
     assert_eq!(s.rules.len(), 3);
     assert!(s.defaults.user_agent.is_some() && s.defaults.call_timeout_secs.is_some());
 }
+
+#[test]
+fn the_haproxy_configuration_in_the_readme_is_the_one_the_fleet_test_runs() {
+    let text = readme();
+    let shown = section(&text, "### A fleet behind HAProxy, on one Redis");
+    let shipped =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/contrib/haproxy.cfg"))
+            .unwrap();
+    let lines: Vec<&str> = shipped
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .collect();
+    assert!(lines.len() > 20);
+    let block: Vec<&str> = shown
+        .split("```")
+        .nth(1)
+        .expect("the configuration as a code block")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(block, lines, "README and contrib/haproxy.cfg differ");
+}

@@ -17,6 +17,7 @@ use super::StoreError;
 use crate::config::{Config, HostStateSetting};
 
 mod file;
+pub(crate) mod keys;
 mod redis;
 
 /// A record's key: segments of `A-Za-z0-9._~-`, none empty or starting with a dot (so none
@@ -99,11 +100,21 @@ impl dyn RecordStore + '_ {
     }
 }
 
-/// The record store `config` asks for: the fleet's Redis with `--gate-store`, else files in
-/// `dir` (a directory of the state directory), created on first write.
+/// The readers' record store `config` asks for: the fleet's Redis with `--gate-store`, else
+/// files in `dir` (a directory of the state directory), created on first write.
 pub(crate) fn open(config: &Config, dir: &Path) -> Result<Arc<dyn RecordStore>, StoreError> {
+    open_in(config, dir, "readers")
+}
+
+/// The record store of `namespace` (`rss:NAMESPACE:v1:…` in Redis) `config` asks for, else
+/// files in `dir`.
+pub(crate) fn open_in(
+    config: &Config,
+    dir: &Path,
+    namespace: &str,
+) -> Result<Arc<dyn RecordStore>, StoreError> {
     match &config.host_state {
-        HostStateSetting::Redis(url) => Ok(Arc::new(redis::RedisRecords::open(url)?)),
+        HostStateSetting::Redis(url) => Ok(Arc::new(redis::RedisRecords::open(url, namespace)?)),
         HostStateSetting::Files | HostStateSetting::Off => Ok(Arc::new(file::FileRecords::open(
             dir,
             config.wall_clock_skew_ms,
