@@ -367,8 +367,9 @@ async fn a_throttling_host_is_rate_limited_and_a_later_call_waits_out_the_cooldo
         .expect("a numeric wait");
     assert!(err["details"]["retry_after_seconds"].as_u64().unwrap() >= 1);
     // Refused at 0, again at the ladder's 2.05 s and 4.1 s; the next rung (8.2 s) is past the
-    // 5 s budget, 4.1 s from the last refusal.
-    assert!((3_900..=4_100).contains(&wait_ms), "{wait_ms}");
+    // 5 s budget, 4.1 s from the last refusal, less the time the answer took to be made
+    // (which a loaded machine stretches: only the upper bound is exact).
+    assert!((1_000..=4_100).contains(&wait_ms), "{wait_ms}");
     assert_eq!(
         srv.count(),
         3,
