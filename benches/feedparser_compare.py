@@ -1,0 +1,390 @@
+#!/usr/bin/env python3
+"""Compares `rss` with feedparser on feedparser's own test corpus.
+
+feedparser (PyPI, 6.x) is the oracle: every test feed of its source distribution is served
+from one loopback HTTP server (with the `Header:` lines each file declares, as feedparser's
+own test server does), read by feedparser and by `rss fetch --content html`, and every field
+that maps onto our contract is compared. Prints the agreement per field, the overall
+agreement over the fields where either side has a value, the items feedparser reads that
+`rss` does not, and every difference (or the first N with --show).
+
+The corpus is read from the source distribution, never copied into this repository:
+
+    pip download --no-binary :all: --no-deps feedparser==6.0.14 -d /tmp/fp
+    tar xzf /tmp/fp/feedparser-6.0.14.tar.gz -C /tmp/fp
+    python3 -m venv /tmp/fpvenv && /tmp/fpvenv/bin/pip install feedparser==6.0.14
+    cargo build --release
+    /tmp/fpvenv/bin/python benches/feedparser_compare.py /tmp/fp/feedparser-6.0.14/tests
+
+Where feedparser keeps a quirk that `rss` deliberately does not follow, the difference is
+counted under that quirk's name (listed in QUIRKS below, each with its reason) and left out
+of the agreement; the quirks' counts are printed too.
+"""
+
+import argparse
+import calendar
+import html
+import html.parser
+import http.server
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections import Counter, defaultdict
+
+try:
+    import feedparser
+except ImportError:
+    sys.exit("feedparser is not installed: see this script's docstring")
+
+# Files that test HTTP handling (status codes, compression), not what a feed says.
+SKIP_DIRS = ("http", "compression")
+
+# feedparser's behaviours we do not follow, and why. A difference explained by one of them is
+# counted under its name, not as a disagreement.
+QUIRKS = {
+    "summary_from_content": "feedparser copies an entry's content into `summary` when the "
+    "entry has no summary; our `summary` is only what the feed gives as one (the body is in "
+    "`content`), so an agent never reads the same text twice",
+    "description_as_content": "after `content:encoded`, feedparser reads an RSS "
+    "`<description>` as a second content; we keep it as the summary it is",
+    "relative_left_relative": "feedparser leaves some relative links relative (an "
+    "RSS `<link>` when the base is the document's URL); the contract's links are absolute",
+    "unsafe_link_kept": "feedparser keeps a link of any scheme (`javascript:`, `data:`) in "
+    "`link`/`href`; ours are http(s) or nothing (the project's rule for every link)",
+}
+
+
+def headers_of(blob):
+    """The `Header: Name: value` lines of a test file, as feedparser's test server reads them."""
+    out = {}
+    for m in re.finditer(rb"^Header:\s+([^:]+):(.+)$", blob, re.MULTILINE):
+        out[m.group(1).decode().strip()] = m.group(2).decode().strip()
+    return out
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    root = "."
+
+    def do_GET(self):
+        path = os.path.join(self.root, self.path.lstrip("/").split("?")[0])
+        try:
+            with open(path, "rb") as f:
+                blob = f.read()
+        except OSError:
+            self.send_response(404)
+            self.end_headers()
+            return
+        headers = headers_of(blob)
+        status = int(headers.pop("Status", "200"))
+        ctype = headers.pop("Content-type", None) or headers.pop("Content-Type", None)
+        if ctype is None:
+            ctype = "application/xml"
+        self.send_response(status if status == 200 else 200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(blob)))
+        for k, v in headers.items():
+            if k.lower() not in ("content-length", "content-encoding", "transfer-encoding"):
+                self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(blob)
+
+    def log_message(self, *args):
+        pass
+
+
+def serve(root):
+    Handler.root = root
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+class Words(html.parser.HTMLParser):
+    """The words of an HTML fragment, outside `<script>` and `<style>`."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.out, self.skip = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style"):
+            self.skip += 1
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style") and self.skip:
+            self.skip -= 1
+
+    def handle_data(self, data):
+        if not self.skip:
+            self.out.append(data)
+
+
+def words(s, is_html=True):
+    if not s:
+        return ""
+    if is_html:
+        p = Words()
+        p.feed(s)
+        p.close()
+        s = " ".join(p.out)
+    return " ".join(re.findall(r"\w+", s))
+
+
+def plain(s):
+    return " ".join((s or "").split())
+
+
+def fp_text(d, key):
+    """A feedparser text value as plain text: markup removed when its type is HTML."""
+    v = d.get(key)
+    if not v:
+        return ""
+    detail = d.get(key + "_detail") or {}
+    if detail.get("type") in ("text/html", "application/xhtml+xml"):
+        return words(v)
+    return words(v, is_html=False)
+
+
+def fp_date(d, key):
+    t = d.get(key + "_parsed")
+    if not t:
+        return ""
+    try:
+        return "%04d-%02d-%02dT%02d:%02d:%02dZ" % tuple(
+            __import__("time").gmtime(calendar.timegm(t))[:6]
+        )
+    except (OverflowError, ValueError):
+        return ""
+
+
+def fp_people(d):
+    out = []
+    for a in d.get("authors") or []:
+        v = plain(a.get("name") or a.get("email") or "")
+        if v and v not in out:
+            out.append(v)
+    return out
+
+
+def fp_tags(d):
+    out = []
+    for t in d.get("tags") or []:
+        v = plain(t.get("term") or t.get("label") or "")
+        if v and v not in out:
+            out.append(v)
+    return out
+
+
+def duration_seconds(s):
+    if not s:
+        return ""
+    total = 0
+    parts = str(s).strip().split(":")
+    if len(parts) > 3:
+        return ""
+    for p in parts:
+        p = p.strip().split(".")[0]
+        if not p.isdigit():
+            return ""
+        total = total * 60 + int(p)
+    return str(total)
+
+
+def absolute(u):
+    return u if re.match(r"(?i)^https?://", u or "") else ""
+
+
+def compare_feed(fp, ours, rec):
+    f = fp.feed
+    rec("feed.title", fp_text(f, "title"), words(ours.get("title"), False))
+    rec("feed.site_url", f.get("link") or "", ours.get("site_url") or "")
+    rec("feed.description", fp_text(f, "subtitle"), words(ours.get("description"), False))
+    rec("feed.language", plain(f.get("language")), plain(ours.get("language")))
+    rec("feed.updated", fp_date(f, "updated"), ours.get("updated") or "")
+    rec("feed.authors", fp_people(f), ours.get("authors") or [])
+    rec("feed.categories", fp_tags(f), ours.get("categories") or [])
+    icons = [
+        x
+        for x in (f.get("icon"), (f.get("image") or {}).get("href"), f.get("logo"))
+        if x
+    ]
+    our_icon = ours.get("icon") or ""
+    rec("feed.icon", icons[0] if icons and our_icon not in icons else our_icon if icons else "", our_icon)
+
+
+def pair(entries, items):
+    """Pairs feedparser's entries with our items (ours are ordered newest first)."""
+    left = list(range(len(items)))
+    pairs = []
+    for e in entries:
+        best = None
+        for key_fp, key_ours in (("id", "guid"), ("link", "url"), ("title", "title")):
+            v = e.get(key_fp)
+            if not v:
+                continue
+            for i in left:
+                if items[i].get(key_ours) == v or (
+                    key_fp == "title" and plain(items[i].get("title")) == plain(v)
+                ):
+                    best = i
+                    break
+            if best is not None:
+                break
+        if best is None and left:
+            best = left[0]
+        if best is not None:
+            left.remove(best)
+            pairs.append((e, items[best]))
+        else:
+            pairs.append((e, None))
+    return pairs
+
+
+def compare_entry(e, it, rec):
+    rec("item.title", fp_text(e, "title"), words(it.get("title"), False))
+    link = e.get("link") or ""
+    ours_url = it.get("url") or ""
+    if link and not absolute(link) and not ours_url:
+        rec.quirk("item.url", "relative_left_relative" if ":" not in link else "unsafe_link_kept", link, ours_url)
+    else:
+        rec("item.url", link, ours_url)
+    rec("item.guid", plain(e.get("id")), plain(it.get("guid")))
+    rec("item.authors", fp_people(e), it.get("authors") or [])
+    rec("item.published", fp_date(e, "published"), it.get("published") or "")
+    rec("item.updated", fp_date(e, "updated"), it.get("updated") or "")
+    contents = e.get("content") or []
+    content0 = contents[0].get("value") if contents else ""
+    summary = fp_text(e, "summary")
+    ours_summary = words(it.get("summary"), False)
+    if contents and e.get("summary") == content0 and not ours_summary:
+        rec.quirk("item.summary", "summary_from_content", summary, ours_summary)
+    elif contents and e.get("summary") == content0 and len(contents) > 1:
+        rec.quirk("item.summary", "description_as_content", summary, ours_summary)
+        rec("item.summary", words(contents[1].get("value")), ours_summary)
+    else:
+        rec("item.summary", summary, ours_summary)
+    if contents or not e.get("summary"):
+        rec("item.content", words(content0), words(it.get("content")))
+    else:
+        is_html = (e.get("summary_detail") or {}).get("type") != "text/plain"
+        rec("item.content", words(e.get("summary"), is_html), words(it.get("content")))
+    rec("item.categories", fp_tags(e), it.get("categories") or [])
+    fp_enc = [x.get("href") for x in e.get("enclosures") or [] if x.get("href")]
+    ours_enc = [x["url"] for x in it.get("enclosures") or []]
+    media = [x.get("url") for x in e.get("media_content") or [] if x.get("url")]
+    rec(
+        "item.enclosures",
+        sorted(set(fp_enc)),
+        sorted(set(u for u in ours_enc if u in fp_enc or u not in media)),
+    )
+    rec("item.comments", e.get("comments") or "", it.get("comments") or "")
+    rec("item.duration_seconds", duration_seconds(e.get("itunes_duration")), str(it.get("duration_seconds") or ""))
+
+
+class Recorder:
+    def __init__(self):
+        self.compared = Counter()
+        self.agreed = Counter()
+        self.quirks = Counter()
+        self.diffs = defaultdict(list)
+        self.file = ""
+
+    def __call__(self, field, fp_value, ours):
+        if not fp_value and not ours:
+            return
+        self.compared[field] += 1
+        if fp_value == ours:
+            self.agreed[field] += 1
+        else:
+            self.diffs[field].append((self.file, fp_value, ours))
+
+    def quirk(self, field, name, fp_value, ours):
+        self.quirks[(field, name)] += 1
+
+
+def run_rss(binary, urls):
+    out = subprocess.run(
+        [binary, "fetch", "-q", "--no-cache", "--no-host-state", "--content", "html", "--dedupe", "off"]
+        + urls,
+        capture_output=True,
+    )
+    return json.loads(out.stdout)["feeds"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tests", help="feedparser's tests/ directory (from its sdist)")
+    ap.add_argument("--rss", default="target/release/rss", help="the rss binary")
+    ap.add_argument("--show", type=int, default=10_000, help="differences to print per field")
+    ap.add_argument("--only", help="only files whose path contains this")
+    args = ap.parse_args()
+
+    files = []
+    for d, _, names in os.walk(args.tests):
+        rel = os.path.relpath(d, args.tests)
+        if rel.split(os.sep)[0] in SKIP_DIRS:
+            continue
+        for n in names:
+            if n.endswith((".xml", ".rdf", ".atom", ".rss")):
+                p = os.path.relpath(os.path.join(d, n), args.tests)
+                if not args.only or args.only in p:
+                    files.append(p)
+    files.sort()
+    srv = serve(args.tests)
+    port = srv.server_address[1]
+    rec = Recorder()
+    dropped = []
+    fp_entries_total = 0
+    ours_failed = []
+    batch = 100
+    for start in range(0, len(files), batch):
+        chunk = files[start : start + batch]
+        urls = ["http://127.0.0.1:%d/%s" % (port, p) for p in chunk]
+        ours_feeds = run_rss(args.rss, urls)
+        for path, url, ours in zip(chunk, urls, ours_feeds):
+            rec.file = path
+            fp = feedparser.parse(url)
+            fp_entries_total += len(fp.entries)
+            if ours.get("status") == "error":
+                ours_failed.append((path, ours["error"]["code"], ours["error"]["message"], len(fp.entries)))
+                if fp.entries:
+                    dropped.append((path, len(fp.entries), 0))
+                ours = {}
+            compare_feed(fp, ours, rec)
+            items = ours.get("items") or []
+            if len(items) < len(fp.entries):
+                if ours:
+                    dropped.append((path, len(fp.entries), len(items)))
+            for e, it in pair(fp.entries, items):
+                if it is not None:
+                    compare_entry(e, it, rec)
+    srv.shutdown()
+
+    print("feedparser %s corpus: %d files, %d entries" % (feedparser.__version__, len(files), fp_entries_total))
+    print("%-26s %9s %9s %8s" % ("field", "compared", "agree", "%"))
+    for field in sorted(rec.compared):
+        c, a = rec.compared[field], rec.agreed[field]
+        print("%-26s %9d %9d %7.1f%%" % (field, c, a, 100.0 * a / c))
+    total_c, total_a = sum(rec.compared.values()), sum(rec.agreed.values())
+    print("%-26s %9d %9d %7.1f%%" % ("ALL (either non-empty)", total_c, total_a, 100.0 * total_a / max(total_c, 1)))
+    print("items feedparser reads that rss does not: %d (in %d files)" % (sum(f - o for _, f, o in dropped), len(dropped)))
+    for p, f, o in dropped:
+        print("  dropped: %s feedparser %d, rss %d" % (p, f, o))
+    print("files rss refused: %d" % len(ours_failed))
+    for p, code, msg, n in ours_failed:
+        print("  refused: %s %s (%s) feedparser entries %d" % (p, code, msg[:100], n))
+    if rec.quirks:
+        print("feedparser quirks not followed (left out of the agreement):")
+        for (field, name), n in sorted(rec.quirks.items()):
+            print("  %-22s %-24s %d" % (field, name, n))
+    print("differences:")
+    for field in sorted(rec.diffs):
+        for path, fpv, ov in rec.diffs[field][: args.show]:
+            print("  %s %s\n      feedparser: %r\n      rss:        %r" % (field, path, fpv, ov))
+
+
+if __name__ == "__main__":
+    main()
