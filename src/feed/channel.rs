@@ -6,10 +6,9 @@ use url::Url;
 use super::RawFeed;
 use super::constructs::{
     RSSISH, category, first_date, is_alternate, is_atomish, person, person_name, plain,
-    push_unique, set_once, text_construct,
+    push_unique, set_once, text_construct, without_controls,
 };
 use super::xml::{Element, Ns};
-use crate::model::WarningCode;
 use crate::text::{collapse_ws, non_empty};
 use crate::urls::resolve;
 
@@ -31,7 +30,6 @@ pub(super) fn site_link(parent: &Element, atom_mode: bool) -> Option<Url> {
 
 pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFeed) {
     let base = ch.base.as_deref();
-    let mut skipped = Vec::new();
     let mut updated: [Option<String>; 3] = Default::default();
     let mut author_fallback = None;
     let mut description_fallback = None;
@@ -50,7 +48,7 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
         }
         match (c.ns, c.name.to_ascii_lowercase().as_str()) {
             (_, "title") if (atomish || rssish) && feed.title.is_none() => {
-                feed.title = plain(text_construct(c, atomish, &mut skipped));
+                feed.title = plain(text_construct(c, atomish));
             }
             (Ns::Dc, "title") if feed.title.is_none() => {
                 feed.title = non_empty(collapse_ws(&c.text()))
@@ -64,11 +62,9 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
                     feed.site_url = resolve(&c.text(), c.base.as_deref());
                 }
             }
-            (_, "description") if rssish => {
-                feed.description = plain(text_construct(c, false, &mut skipped))
-            }
+            (_, "description") if rssish => feed.description = plain(text_construct(c, false)),
             (_, "subtitle") | (_, "tagline") if atomish => {
-                feed.description = plain(text_construct(c, true, &mut skipped));
+                feed.description = plain(text_construct(c, true));
             }
             (Ns::Itunes, "summary") | (Ns::Itunes, "subtitle") | (Ns::Dc, "description") => {
                 description_fallback = non_empty(collapse_ws(&c.text()));
@@ -121,6 +117,7 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
             _ => {}
         }
     }
+    feed.title = without_controls(feed.title.take());
     feed.ttl_seconds = ttl_minutes
         .map(|m| m.saturating_mul(60))
         .or_else(|| sy_period.map(|p: u64| p / sy_frequency.unwrap_or(1)));
@@ -137,8 +134,5 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
             .attr_ns(Ns::Xml, "lang")
             .or_else(|| root.attr_ns(Ns::Xml, "lang"))
             .and_then(non_empty);
-    }
-    for s in skipped.into_iter().take(3) {
-        feed.warnings.push((WarningCode::ElementSkipped, s));
     }
 }

@@ -6,7 +6,7 @@ use url::Url;
 use super::channel::{channel_meta, site_link};
 use super::constructs::{
     Dates, RSSISH, category, enclosure, first_date, is_alternate, is_atomish, link_rel, person,
-    person_name, plain, push_enclosure, push_unique, set_once, text_construct,
+    person_name, plain, push_enclosure, push_unique, set_once, text_construct, without_controls,
 };
 use super::xml::{self, Element, Node, Ns};
 use super::{Body, MAX_ITEMS, RawFeed, RawItem, items_capped_message};
@@ -21,25 +21,28 @@ pub(super) fn parse_xml(
     sink: &mut dyn FnMut(RawItem),
 ) -> Result<RawFeed> {
     let mut handed = 0usize;
-    let mut skipped: Vec<String> = Vec::new();
     let mut beyond_cap = 0usize;
     let mut empty_items = 0usize;
     // A local file has no request URL: its items resolve against the site's address,
     // the channel's link read before them.
     let mut site: Option<Option<Url>> = None;
+    // A document that is one Atom `<entry>` (RFC 4287 §4.1.2 allows it): a one-entry feed.
+    let mut root_entry = false;
     let doc = xml::parse(text, base, &mut |el, cx| {
         if handed + empty_items >= MAX_ITEMS {
             beyond_cap += 1;
             return;
         }
-        let atom_mode = cx.root.eq_ignore_ascii_case("feed");
+        let top = cx.parent.is_none() && cx.root.is_empty();
+        root_entry = top && el.name.eq_ignore_ascii_case("entry");
+        let atom_mode = cx.root.eq_ignore_ascii_case("feed") || root_entry;
         // Only an item element with nothing in it at all (no text, no attribute, no child
         // that has either) is not an item: anything else is the publisher's item.
         if !carries_data(&el) {
             empty_items += 1;
             return;
         }
-        let mut it = item(&el, atom_mode, &mut skipped);
+        let mut it = item(&el, atom_mode);
         if base.is_none() {
             let site = site.get_or_insert_with(|| cx.parent.and_then(|p| site_link(p, atom_mode)));
             if let Some(site) = site {
@@ -49,7 +52,16 @@ pub(super) fn parse_xml(
         handed += 1;
         sink(it);
     });
-    let Some(root) = doc.root else {
+    let root = doc.root.or_else(|| {
+        root_entry.then(|| Element {
+            ns: Ns::Atom,
+            name: "feed".to_owned(),
+            attrs: Vec::new(),
+            children: Vec::new(),
+            base: None,
+        })
+    });
+    let Some(root) = root else {
         return Err(Error::parse(
             "no XML element could be read, so this is not a feed",
         ));
@@ -106,9 +118,6 @@ pub(super) fn parse_xml(
             msg.push_str("; reading stopped early, later items may be missing");
         }
         feed.warnings.push((WarningCode::FeedRepaired, msg));
-    }
-    for s in skipped.into_iter().take(5) {
-        feed.warnings.push((WarningCode::ElementSkipped, s));
     }
     if beyond_cap > 0 {
         feed.warnings
@@ -196,7 +205,7 @@ fn duration(s: &str) -> Option<u64> {
     Some(total)
 }
 
-fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
+fn item(el: &Element, atom_mode: bool) -> RawItem {
     let base = el.base.as_deref();
     let mut it = RawItem {
         base: base.cloned(),
@@ -209,6 +218,7 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
     let mut alternate: Option<(bool, String)> = None;
     let mut permalink_guid = None;
     let mut summary_fallback = None;
+    let mut dc_description = None;
     let mut author_fallback = None;
     if let Some(about) = el.attr_ns(Ns::Rdf, "about") {
         it.guid = non_empty(about);
@@ -224,7 +234,7 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
         let name = c.name.to_ascii_lowercase();
         match (c.ns, name.as_str()) {
             (_, "title") if (atomish || rssish) && title.is_none() => {
-                title = plain(text_construct(c, atomish, skipped));
+                title = plain(text_construct(c, atomish));
             }
             (Ns::Dc, "title") | (Ns::Media, "title") if title_fallback.is_none() => {
                 title_fallback = non_empty(collapse_ws(&c.text()));
@@ -304,17 +314,20 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
             }
             (Ns::Dcterms, "modified") => set_once(&mut dates.updated[1], c.text()),
             (_, "description") if rssish && it.summary.is_none() => {
-                it.summary = text_construct(c, false, skipped);
+                it.summary = text_construct(c, false);
             }
             (_, "summary") if atomish && it.summary.is_none() => {
-                it.summary = text_construct(c, true, skipped);
+                it.summary = text_construct(c, true);
+            }
+            (Ns::Dc, "description") if dc_description.is_none() => {
+                dc_description = text_construct(c, false);
             }
             (Ns::Content, "encoded") if it.content.is_none() => {
-                it.content = text_construct(c, false, skipped);
+                it.content = text_construct(c, false);
                 content_base = c.base.as_deref().cloned();
             }
             (_, "content") if atomish && it.content.is_none() && c.attr("src").is_none() => {
-                it.content = text_construct(c, true, skipped);
+                it.content = text_construct(c, true);
                 content_base = c.base.as_deref().cloned();
             }
             (Ns::Xhtml, "body") | (Ns::Xhtml, "div") if it.content.is_none() => {
@@ -333,7 +346,7 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
             (Ns::Media, "description") | (Ns::Itunes, "summary") | (Ns::Itunes, "subtitle")
                 if summary_fallback.is_none() =>
             {
-                summary_fallback = text_construct(c, c.ns == Ns::Itunes, skipped);
+                summary_fallback = text_construct(c, c.ns == Ns::Itunes);
             }
             _ => {}
         }
@@ -362,7 +375,7 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
                     title_fallback = non_empty(collapse_ws(&c.text()))
                 }
                 "description" if summary_fallback.is_none() => {
-                    summary_fallback = text_construct(c, true, skipped);
+                    summary_fallback = text_construct(c, true);
                 }
                 _ => {}
             }
@@ -372,12 +385,12 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
     if it.content.is_some() && content_base.is_some() {
         it.base = content_base;
     }
-    it.title = title.or(title_fallback);
+    it.title = without_controls(title.or(title_fallback));
     it.url = alternate.map(|(_, h)| h).or(rss_link).or(permalink_guid);
     it.published = first_date(&dates.published);
     it.updated = first_date(&dates.updated);
     if it.summary.is_none() {
-        it.summary = summary_fallback;
+        it.summary = dc_description.or(summary_fallback);
     }
     if it.authors.is_empty() {
         push_unique(&mut it.authors, author_fallback);

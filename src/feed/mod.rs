@@ -6,6 +6,7 @@
 mod channel;
 mod constructs;
 mod content;
+mod dates;
 pub(crate) mod decode;
 mod dtd;
 mod extract;

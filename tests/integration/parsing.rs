@@ -267,3 +267,114 @@ fn an_empty_feed_and_a_truncated_one_in_a_batch_exit_3_and_alone_4() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[tokio::test]
+async fn issue_40_a_name_beside_an_address_is_the_name_in_every_order_and_element() {
+    let f = ok("people-shapes.xml").await;
+    assert_eq!(f.meta.authors, ["Morgan Desk"]);
+    for (title, want) in [
+        ("name then address", "Robin Quill"),
+        ("address then name", "Robin Quill"),
+        ("mailto and name", "Sam Inkwell"),
+        ("creator with mailto", "Sam Inkwell"),
+        ("only an address", "lee@people.example.org"),
+        ("a remark, no address", "Lee Pen (guest)"),
+    ] {
+        assert_eq!(item(&f, title).authors, [want], "{title}");
+    }
+}
+
+#[tokio::test]
+async fn issue_40_dc_description_is_the_summary_when_there_is_no_description() {
+    let f = ok("dc-description.xml").await;
+    assert_eq!(
+        item(&f, "Only Dublin Core").summary.as_deref(),
+        Some("The summary lives in dc:description.")
+    );
+    assert_eq!(
+        item(&f, "Both").summary.as_deref(),
+        Some("The description wins.")
+    );
+}
+
+#[tokio::test]
+async fn issue_40_a_category_of_escaped_markup_is_read_as_its_text() {
+    let f = ok("category-markup.xml").await;
+    assert_eq!(
+        item(&f, "one").categories,
+        ["Gardening", "Compost & soil", "Plain"]
+    );
+}
+
+#[tokio::test]
+async fn issue_40_atom_text_of_an_unknown_type_is_read_as_text() {
+    let f = ok("atom-unknown-type.xml").await;
+    assert_eq!(f.meta.title.as_deref(), Some("Kinds of text"));
+    let it = item(&f, "A title of a made-up type");
+    assert_eq!(
+        it.summary.as_deref(),
+        Some("A summary of a media type, not base64 at all.")
+    );
+    assert_eq!(
+        it.content.as_deref(),
+        Some("Content of a media type, not base64 either.")
+    );
+    assert_eq!(
+        item(&f, "Real base64").content.as_deref(),
+        Some("Decoded from base64.")
+    );
+    assert!(
+        f.items.len() == 2,
+        "nothing is dropped: {:?}",
+        f.items.iter().map(|i| &i.title).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test]
+async fn issue_40_rfc_822_dates_in_other_languages_are_read() {
+    let f = ok("dates-other-languages.xml").await;
+    assert_eq!(f.meta.updated.as_deref(), Some("2022-11-17T07:30:00Z"));
+    for (title, want) in [
+        ("fr", "2022-11-16T09:00:00Z"),
+        ("de", "2022-11-15T09:00:00Z"),
+        ("es", "2022-11-14T09:00:00Z"),
+        ("it", "2022-12-13T09:00:00Z"),
+        ("en", "2022-11-12T09:00:00Z"),
+    ] {
+        assert_eq!(item(&f, title).published.as_deref(), Some(want), "{title}");
+    }
+}
+
+#[tokio::test]
+async fn issue_40_titles_carry_no_control_characters() {
+    let f = ok("control-characters.xml").await;
+    assert_eq!(f.meta.title.as_deref(), Some("Bell and start"));
+    let titles: Vec<_> = f.items.iter().filter_map(|i| i.title.clone()).collect();
+    assert!(
+        titles.contains(&"Backspace and more".to_owned()),
+        "{titles:?}"
+    );
+    assert!(
+        titles.contains(&"Tab here and newline".to_owned()),
+        "{titles:?}"
+    );
+}
+
+#[tokio::test]
+async fn issue_40_an_atom_entry_document_is_a_feed_of_one_entry() {
+    let f = ok("atom-entry-document.xml").await;
+    assert_eq!(f.meta.format.as_deref(), Some("atom"));
+    assert_eq!(f.item_count, 1);
+    let it = &f.items[0];
+    assert_eq!(it.title.as_deref(), Some("One entry on its own"));
+    assert_eq!(
+        it.url.as_deref(),
+        Some("https://solo.example.com/posts/one-entry")
+    );
+    assert_eq!(
+        it.guid.as_deref(),
+        Some("tag:solo.example.com,2025:entry-1")
+    );
+    assert_eq!(it.authors, ["Solo Writer"]);
+    assert_eq!(it.updated.as_deref(), Some("2025-04-05T06:07:08Z"));
+}
