@@ -95,6 +95,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def skipped_by_feedparser(path):
+    """Whether feedparser's own suite skips this file here (its `SkipUnless:` line, such as a
+    codec this Python lacks, is false): then feedparser has no answer to compare with."""
+    with open(path, "rb") as f:
+        m = re.search(rb"^SkipUnless:\s*(.+)$", f.read(), re.MULTILINE)
+    if not m:
+        return False
+    try:
+        return not eval(m.group(1).decode())
+    except Exception:
+        return True
+
+
 def serve(root):
     Handler.root = root
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -330,7 +343,9 @@ def main():
         for n in names:
             if n.endswith((".xml", ".rdf", ".atom", ".rss")):
                 p = os.path.relpath(os.path.join(d, n), args.tests)
-                if not args.only or args.only in p:
+                if (not args.only or args.only in p) and not skipped_by_feedparser(
+                    os.path.join(args.tests, p)
+                ):
                     files.append(p)
     files.sort()
     srv = serve(args.tests)

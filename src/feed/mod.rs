@@ -4,6 +4,7 @@
 //! identifies and renders its items into the contract's [`FeedResult`] parts.
 
 mod channel;
+mod codepages;
 mod constructs;
 mod content;
 mod dates;
