@@ -28,6 +28,11 @@ pub(super) fn site_link(parent: &Element, atom_mode: bool) -> Option<Url> {
     })
 }
 
+/// A language tag as BCP 47 writes it (`en_US` is `en-US`).
+fn language(tag: &str) -> Option<String> {
+    non_empty(tag.trim().replace('_', "-"))
+}
+
 pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFeed) {
     let base = ch.base.as_deref();
     let mut updated: [Option<String>; 3] = Default::default();
@@ -66,7 +71,10 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
             (_, "subtitle") | (_, "tagline") if atomish => {
                 feed.description = plain(text_construct(c, true));
             }
-            (Ns::Itunes, "summary") | (Ns::Itunes, "subtitle") | (Ns::Dc, "description") => {
+            (Ns::Itunes, "summary")
+            | (Ns::Itunes, "subtitle")
+            | (Ns::Dc, "description")
+            | (Ns::None, "abstract") => {
                 description_fallback = non_empty(collapse_ws(&c.text()));
             }
             (_, "updated") | (_, "modified") if atomish => set_once(&mut updated[0], c.text()),
@@ -75,7 +83,8 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
             (Ns::Dc, "date") | (Ns::Dcterms, "modified") | (Ns::Dcterms, "issued") => {
                 set_once(&mut updated[2], c.text())
             }
-            (_, "author") if atomish => push_unique(&mut feed.authors, person(c)),
+            (_, "author") if atomish || rssish => push_unique(&mut feed.authors, person(c)),
+            (_, "updated") if rssish => set_once(&mut updated[2], c.text()),
             (_, "managingeditor") if rssish => {
                 push_unique(&mut feed.authors, person_name(&c.text()))
             }
@@ -99,8 +108,14 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
             (Ns::Sy, "updatefrequency") => {
                 sy_frequency = c.text().trim().parse::<u64>().ok().filter(|f| *f > 0)
             }
-            (_, "language") if rssish => feed.language = non_empty(c.text()),
-            (Ns::Dc, "language") if feed.language.is_none() => feed.language = non_empty(c.text()),
+            (_, "language") if rssish => feed.language = language(&c.text()),
+            (Ns::Dc, "language") if feed.language.is_none() => feed.language = language(&c.text()),
+            // Comma-separated words the podcast is found by.
+            (Ns::Itunes, "keywords") => {
+                for k in c.text().split(',') {
+                    push_unique(&mut feed.categories, non_empty(collapse_ws(k)));
+                }
+            }
             (_, "icon") if atomish => feed.icon = resolve(&c.text(), base),
             (_, "logo") if atomish => logo = resolve(&c.text(), base),
             (_, "image") if rssish => {
@@ -113,7 +128,12 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
                     image_url = url.and_then(|u| resolve(&u, base));
                 }
             }
-            (Ns::Itunes, "image") => itunes_image = c.attr("href").and_then(|h| resolve(h, base)),
+            (Ns::Itunes, "image") => {
+                itunes_image = c
+                    .attr("href")
+                    .or_else(|| c.attr("url"))
+                    .and_then(|h| resolve(h, base))
+            }
             _ => {}
         }
     }
@@ -127,12 +147,19 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
     if feed.authors.is_empty() {
         push_unique(&mut feed.authors, author_fallback);
     }
+    // A CDF channel's address and date are its attributes (`<CHANNEL HREF=… LASTMOD=…>`).
+    if feed.site_url.is_none() {
+        feed.site_url = ch.attr("href").and_then(|h| resolve(h, base));
+    }
+    if let Some(m) = ch.attr("lastmod") {
+        set_once(&mut updated[2], m.to_owned());
+    }
     feed.updated = first_date(&updated);
     feed.icon = feed.icon.take().or(image_url).or(logo).or(itunes_image);
     if feed.language.is_none() {
         feed.language = ch
             .attr_ns(Ns::Xml, "lang")
             .or_else(|| root.attr_ns(Ns::Xml, "lang"))
-            .and_then(non_empty);
+            .and_then(language);
     }
 }

@@ -252,8 +252,8 @@ pub(super) fn push_enclosure(list: &mut Vec<Enclosure>, e: Option<Enclosure>) {
 /// Date candidates in priority order; the first that parses wins.
 #[derive(Default)]
 pub(super) struct Dates {
-    pub(super) published: [Option<String>; 4],
-    pub(super) updated: [Option<String>; 2],
+    pub(super) published: [Option<String>; 6],
+    pub(super) updated: [Option<String>; 3],
 }
 
 pub(super) fn first_date(candidates: &[Option<String>]) -> Option<chrono::DateTime<chrono::Utc>> {

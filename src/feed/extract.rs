@@ -219,6 +219,7 @@ fn item(el: &Element, atom_mode: bool) -> RawItem {
     let mut permalink_guid = None;
     let mut summary_fallback = None;
     let mut dc_description = None;
+    let mut rss_summary = None;
     let mut author_fallback = None;
     if let Some(about) = el.attr_ns(Ns::Rdf, "about") {
         it.guid = non_empty(about);
@@ -296,28 +297,35 @@ fn item(el: &Element, atom_mode: bool) -> RawItem {
             }
             (Ns::Itunes, "duration") => it.duration_seconds = duration(&c.text()),
             (_, "id") if atomish => it.guid = non_empty(c.text()).or(it.guid.take()),
+            // Atom's names in an RSS item (no namespace): what they mean in Atom, after the
+            // item's own RSS elements.
+            (_, "id") if rssish && it.guid.is_none() => it.guid = non_empty(c.text()),
             (_, "author") if atomish || rssish => push_unique(&mut it.authors, person(c)),
             (Ns::Dc, "creator") | (Ns::Dc, "author") => {
                 push_unique(&mut it.authors, person_name(&c.text()))
             }
             (Ns::Itunes, "author") => author_fallback = person_name(&c.text()),
             (_, "pubdate") if rssish => set_once(&mut dates.published[0], c.text()),
-            (_, "published") | (_, "issued") if atomish => {
-                set_once(&mut dates.published[1], c.text())
-            }
-            (Ns::Dc, "date") => set_once(&mut dates.published[2], c.text()),
+            (_, "published") if atomish => set_once(&mut dates.published[1], c.text()),
+            (_, "issued") if atomish => set_once(&mut dates.published[2], c.text()),
+            (Ns::Dc, "date") => set_once(&mut dates.published[3], c.text()),
             (Ns::Dcterms, "issued") | (Ns::Dcterms, "created") => {
-                set_once(&mut dates.published[3], c.text())
+                set_once(&mut dates.published[4], c.text())
             }
+            (_, "published") if rssish => set_once(&mut dates.published[5], c.text()),
             (_, "updated") | (_, "modified") if atomish => {
                 set_once(&mut dates.updated[0], c.text())
             }
             (Ns::Dcterms, "modified") => set_once(&mut dates.updated[1], c.text()),
+            (_, "updated") if rssish => set_once(&mut dates.updated[2], c.text()),
             (_, "description") if rssish && it.summary.is_none() => {
                 it.summary = text_construct(c, false);
             }
             (_, "summary") if atomish && it.summary.is_none() => {
                 it.summary = text_construct(c, true);
+            }
+            (_, "summary") | (_, "abstract") if rssish && rss_summary.is_none() => {
+                rss_summary = text_construct(c, true);
             }
             (Ns::Dc, "description") if dc_description.is_none() => {
                 dc_description = text_construct(c, false);
@@ -332,6 +340,11 @@ fn item(el: &Element, atom_mode: bool) -> RawItem {
             }
             (Ns::Xhtml, "body") | (Ns::Xhtml, "div") if it.content.is_none() => {
                 it.content = Some(Body::Html(c.inner_markup())).filter(|b| !b.is_blank());
+            }
+            // The full item as HTML (`<body>`, Userland's `<fullitem>`).
+            (_, "body") | (_, "fullitem") if rssish && it.content.is_none() => {
+                it.content = text_construct(c, false);
+                content_base = c.base.as_deref().cloned();
             }
             (_, "enclosure") if rssish => push_enclosure(
                 &mut it.enclosures,
@@ -386,11 +399,20 @@ fn item(el: &Element, atom_mode: bool) -> RawItem {
         it.base = content_base;
     }
     it.title = without_controls(title.or(title_fallback));
-    it.url = alternate.map(|(_, h)| h).or(rss_link).or(permalink_guid);
+    // A CDF item's address and date are its attributes (`<ITEM HREF=… LASTMOD=…>`).
+    let cdf_href = el.attr("href").and_then(|h| resolve(h, base));
+    it.url = alternate
+        .map(|(_, h)| h)
+        .or(rss_link)
+        .or(cdf_href)
+        .or(permalink_guid);
+    if let Some(m) = el.attr("lastmod") {
+        set_once(&mut dates.updated[2], m.to_owned());
+    }
     it.published = first_date(&dates.published);
     it.updated = first_date(&dates.updated);
     if it.summary.is_none() {
-        it.summary = dc_description.or(summary_fallback);
+        it.summary = dc_description.or(rss_summary).or(summary_fallback);
     }
     if it.authors.is_empty() {
         push_unique(&mut it.authors, author_fallback);

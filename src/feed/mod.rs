@@ -182,9 +182,10 @@ fn looks_like_html(head: &str) -> bool {
         .collect::<String>()
         .to_ascii_lowercase();
     let start = start.trim_start();
-    if start.starts_with("<!doctype html") || start.starts_with("<html") {
+    if start.starts_with("<html") {
         return true;
     }
+    let mut html_doctype = false;
     // An XML prolog or comments may come first; look at the first real element.
     let mut rest = start;
     loop {
@@ -193,12 +194,20 @@ fn looks_like_html(head: &str) -> bool {
             rest = r.split_once("?>").map_or("", |(_, a)| a);
         } else if let Some(r) = rest.strip_prefix("<!--") {
             rest = r.split_once("-->").map_or("", |(_, a)| a);
-        } else if rest.starts_with("<!doctype") {
-            return rest.starts_with("<!doctype html");
+        } else if let Some(r) = rest.strip_prefix("<!doctype") {
+            html_doctype |= r.trim_start().starts_with("html");
+            rest = r.split_once('>').map_or("", |(_, a)| a);
+        } else if rest.starts_with("<html")
+            || rest.starts_with("<head")
+            || rest.starts_with("<body")
+        {
+            return true;
         } else {
-            return rest.starts_with("<html")
-                || rest.starts_with("<head")
-                || rest.starts_with("<body");
+            // An HTML doctype in front of a feed root is the feed's mistake, not a page.
+            let feed_root = ["<rss", "<feed", "<rdf:rdf", "<channel"]
+                .iter()
+                .any(|r| rest.starts_with(r));
+            return html_doctype && !feed_root;
         }
     }
 }

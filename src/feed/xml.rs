@@ -30,7 +30,7 @@ pub(crate) struct Document {
 
 /// Whether `el` (just opened) is an item or entry.
 pub(crate) fn is_item(el: &Element) -> bool {
-    el.is(&[Ns::None, Ns::Rss, Ns::Root, Ns::Other], "item")
+    el.is(&[Ns::None, Ns::Rss, Ns::Root, Ns::Other, Ns::Atom], "item")
         || el.is(&[Ns::Atom, Ns::None, Ns::Root], "entry")
 }
 

@@ -378,3 +378,63 @@ async fn issue_40_an_atom_entry_document_is_a_feed_of_one_entry() {
     assert_eq!(it.authors, ["Solo Writer"]);
     assert_eq!(it.updated.as_deref(), Some("2025-04-05T06:07:08Z"));
 }
+
+#[tokio::test]
+async fn issue_40_atom_names_in_an_rss_item_and_the_full_item_elements_are_read() {
+    let f = ok("rss-atom-names.xml").await;
+    assert_eq!(
+        f.meta.site_url.as_deref(),
+        Some("https://mixed.example.net/")
+    );
+    assert_eq!(f.meta.updated.as_deref(), Some("2024-02-03T04:05:06Z"));
+    assert_eq!(f.meta.authors, ["Channel Person"]);
+    assert_eq!(f.meta.language.as_deref(), Some("pt-BR"));
+    assert_eq!(f.meta.categories, ["rivers", "boats"]);
+    let it = item(&f, "Atom words in RSS");
+    assert_eq!(it.url.as_deref(), Some("https://mixed.example.net/1"));
+    assert_eq!(
+        it.guid.as_deref(),
+        Some("urn:uuid:5d0c7b0e-0000-4000-8000-000000000001")
+    );
+    assert_eq!(it.updated.as_deref(), Some("2024-02-02T01:00:00Z"));
+    assert_eq!(it.summary.as_deref(), Some("An Atom-style summary."));
+    assert_eq!(it.content.as_deref(), Some("The *whole* item."));
+    assert_eq!(
+        item(&f, "Body element").content.as_deref(),
+        Some("Body **markup** here.")
+    );
+}
+
+#[tokio::test]
+async fn issue_40_a_cdf_channel_reads_as_a_feed() {
+    let f = ok("cdf.xml").await;
+    assert_eq!(f.meta.title.as_deref(), Some("A channel definition"));
+    assert_eq!(f.meta.site_url.as_deref(), Some("https://cdf.example.org/"));
+    assert_eq!(
+        f.meta.description.as_deref(),
+        Some("What the channel is about")
+    );
+    assert_eq!(f.meta.updated.as_deref(), Some("2004-04-07T04:05:43Z"));
+    let it = item(&f, "First item");
+    assert_eq!(it.url.as_deref(), Some("https://cdf.example.org/item/1"));
+    assert_eq!(it.summary.as_deref(), Some("What the item is about"));
+    assert_eq!(it.updated.as_deref(), Some("2004-04-06T01:02:03Z"));
+}
+
+#[tokio::test]
+async fn issue_40_an_html_doctype_in_front_of_a_feed_root_is_still_a_feed() {
+    let f = ok("doctype-before-rss.xml").await;
+    assert_eq!(f.meta.title.as_deref(), Some("Behind an HTML doctype"));
+    assert_eq!(f.item_count, 1);
+}
+
+#[tokio::test]
+async fn issue_40_an_item_element_in_an_atom_feed_is_an_entry_and_published_beats_issued() {
+    let f = ok("atom-item-element.xml").await;
+    assert_eq!(f.item_count, 2);
+    item(&f, "An item in an Atom feed");
+    assert_eq!(
+        item(&f, "Dates").published.as_deref(),
+        Some("2010-01-01T00:00:00Z")
+    );
+}
