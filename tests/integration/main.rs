@@ -20,6 +20,7 @@ mod mcp_http;
 mod mcp_pages;
 mod mcp_ts;
 mod model_view;
+mod moved;
 mod pacing;
 mod parsing;
 mod private;
