@@ -228,6 +228,17 @@ pub(super) enum Command {
         #[arg(long, value_enum)]
         format: Option<HostsFormat>,
     },
+    /// Show the feeds that answered a permanent redirect (301, 308) and those remembered as
+    /// moved (after 3 in a row: fetched from the new address, with a FEED_MOVED warning), or
+    /// forget them.
+    #[command(after_help = "Examples:
+  rss moved
+  rss moved forget https://old.example.com/feed.xml
+  rss moved forget")]
+    Moved {
+        #[command(subcommand)]
+        action: Option<MovedAction>,
+    },
     /// Show where the config file is looked for, or check it and print its rules (every
     /// secret as ***).
     #[command(after_help = "Examples:
@@ -330,6 +341,16 @@ pub(super) enum HostsAction {
     Clear {
         /// The host; every host when absent.
         host: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum MovedAction {
+    /// Forget what is kept of FEED (its address as fetched), or of every feed: the old
+    /// address is asked again.
+    Forget {
+        /// The feed; every feed when absent.
+        feed: Option<String>,
     },
 }
 

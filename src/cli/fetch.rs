@@ -284,6 +284,16 @@ pub(super) async fn fetch(
     {
         eprintln!("rss: acknowledge these items with: {cmd}");
     }
+    // Plain NDJSON lines are items only: a feed that moved is told on stderr.
+    if args.format == Format::Ndjson && !args.ndjson_records && !quiet {
+        for w in out
+            .warnings
+            .iter()
+            .filter(|w| w.code == crate::model::WarningCode::FeedMoved)
+        {
+            eprintln!("rss: {}: {}", w.code, w.message);
+        }
+    }
     // The process ends next: freeing every item one by one (~15 ms for 10,000) would only
     // delay the exit.
     std::mem::forget(out);

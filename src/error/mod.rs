@@ -523,7 +523,10 @@ impl Error {
     /// HTTP error status is a page's (`PAGE_FETCH_FAILED`), not a feed's.
     pub fn to_page_object(&self, url: Option<&str>) -> crate::model::PageError {
         let mut obj: crate::model::PageError = self.to_object(url).into();
-        if matches!(self.code(), ErrorCode::FeedFetchFailed | ErrorCode::FeedGone) {
+        if matches!(
+            self.code(),
+            ErrorCode::FeedFetchFailed | ErrorCode::FeedGone
+        ) {
             obj.code = ErrorCode::PageFetchFailed.as_str().to_owned();
         }
         obj

@@ -101,6 +101,9 @@ pub struct Response {
     /// Whether the request that got it carried credentials (a config rule's auth or
     /// secret header, or the URL's own): its body is private to this user.
     pub credentialed: bool,
+    /// Where the requested URL moved for good: the URL its leading permanent redirects
+    /// (`301`, `308`) led to, when its first answer was one; `None` otherwise.
+    pub moved_to: Option<Url>,
 }
 
 /// A GET's result with what it cost.

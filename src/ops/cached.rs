@@ -68,6 +68,11 @@ pub(crate) struct Fetched {
     pub fresh_until_ms: Option<u64>,
     /// The place in the request's window, when it asked for one and a send was made.
     pub window: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// Where the requested URL moved for good, when the origin answered (`200` or `304`)
+    /// after permanent redirects ([`Response::moved_to`]).
+    pub moved_to: Option<Url>,
+    /// Whether the origin answered at all (a request was made and it succeeded).
+    pub answered: bool,
 }
 
 impl Fetched {
@@ -79,6 +84,8 @@ impl Fetched {
             warnings: Vec::new(),
             fresh_until_ms: None,
             window: None,
+            moved_to: None,
+            answered: false,
         }
     }
 }
@@ -192,6 +199,10 @@ impl Context {
                 .map(|w| (w.code, w.message)),
         );
         let mut fresh_until_ms = None;
+        let (answered, moved_to) = match &ex.result {
+            Ok(r) => (true, r.moved_to.clone()),
+            Err(_) => (false, None),
+        };
         let got = match ex.result {
             Ok(resp) if resp.not_modified => match self.not_modified(&cache, cached, &resp).await {
                 Ok(entry) => {
@@ -249,6 +260,8 @@ impl Context {
             warnings,
             fresh_until_ms,
             window: held.or(ex.window),
+            moved_to,
+            answered,
         }
     }
 
@@ -328,6 +341,7 @@ async fn store_fresh(
                 received_ms: 0,
                 freshness: Default::default(),
                 credentialed: false,
+                moved_to: None,
             },
             Some(e.to_string()),
         ),

@@ -11,6 +11,7 @@ mod discover;
 mod extract;
 mod fetch;
 mod hosts;
+mod moved;
 pub mod pages;
 mod readers;
 mod request;
@@ -39,6 +40,7 @@ pub use dedupe::Dedupe;
 pub use discover::discover;
 pub use fetch::fetch_feeds;
 pub use hosts::{hosts_clear, hosts_list};
+pub use moved::{REMEMBER_AFTER, moved_forget, moved_list};
 pub use readers::{
     Caller, ReaderRequest, ack, deliver, fetch_unseen, open_view, readers_forget, readers_list,
 };
@@ -68,6 +70,9 @@ pub struct Context {
     pub(crate) readers: Result<std::sync::Arc<crate::readers::Readers>, String>,
     /// The window of pages in flight in this process.
     pub(crate) pages: extract::PageWindow,
+    /// Feeds remembered as moved for good (`None`: no state directory), or why they
+    /// cannot be.
+    pub(crate) moves: Result<Option<std::sync::Arc<moved::Moves>>, String>,
 }
 
 impl Context {
@@ -93,7 +98,11 @@ impl Context {
         let readers = crate::readers::Readers::open(&config)
             .map(std::sync::Arc::new)
             .map_err(|e| e.to_string());
+        let moves = moved::Moves::open(&config)
+            .map(|m| m.map(std::sync::Arc::new))
+            .map_err(|e| e.to_string());
         Context {
+            moves,
             client,
             cache,
             cache_warning,

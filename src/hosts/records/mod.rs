@@ -102,8 +102,17 @@ impl dyn RecordStore + '_ {
 /// The record store `config` asks for: the fleet's Redis with `--gate-store`, else files in
 /// `dir` (a directory of the state directory), created on first write.
 pub(crate) fn open(config: &Config, dir: &Path) -> Result<Arc<dyn RecordStore>, StoreError> {
+    open_named(config, dir, "readers")
+}
+
+/// Like [`open`], for records of the kind `name` (its Redis keys are `rss:NAME:v1:…`).
+pub(crate) fn open_named(
+    config: &Config,
+    dir: &Path,
+    name: &str,
+) -> Result<Arc<dyn RecordStore>, StoreError> {
     match &config.host_state {
-        HostStateSetting::Redis(url) => Ok(Arc::new(redis::RedisRecords::open(url)?)),
+        HostStateSetting::Redis(url) => Ok(Arc::new(redis::RedisRecords::open(url, name)?)),
         HostStateSetting::Files | HostStateSetting::Off => Ok(Arc::new(file::FileRecords::open(
             dir,
             config.wall_clock_skew_ms,

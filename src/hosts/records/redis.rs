@@ -12,8 +12,6 @@ use super::{Change, Loaded, RecordKey, RecordStore, RecordUpdate};
 use crate::hosts::StoreError;
 use crate::hosts::redis::{OP_TIMEOUT, RETRY_MAX, redacted};
 
-const PREFIX: &str = "rss:readers:v1:";
-
 /// Tries of a compare-and-set before giving up (each conflict means someone else wrote).
 const CAS_TRIES: usize = 32;
 
@@ -40,6 +38,8 @@ return 0";
 /// Records in Redis.
 pub(super) struct RedisRecords {
     url: String,
+    /// `rss:NAME:v1:`, the keys of one kind of record.
+    prefix: String,
     conn: ConnectionManager,
     read: Script,
     cas: Script,
@@ -66,10 +66,10 @@ async fn timed<T>(fut: impl Future<Output = Result<T, StoreError>>) -> Result<T,
         .unwrap_or(Err(StoreError::Timeout(OP_TIMEOUT)))
 }
 
-/// `key` as a Redis key.
-fn redis_key(key: &RecordKey) -> String {
+/// `key` as a Redis key under `prefix`.
+fn redis_key(prefix: &str, key: &RecordKey) -> String {
     let segs = key.segments();
-    let mut k = format!("{PREFIX}{{{}}}", segs[0]);
+    let mut k = format!("{prefix}{{{}}}", segs[0]);
     for s in &segs[1..] {
         k.push(':');
         k.push_str(s);
@@ -77,9 +77,9 @@ fn redis_key(key: &RecordKey) -> String {
     k
 }
 
-/// The record key of a Redis key of ours.
-fn record_key(k: &str) -> Option<RecordKey> {
-    let rest = k.strip_prefix(PREFIX)?.strip_prefix('{')?;
+/// The record key of a Redis key of ours under `prefix`.
+fn record_key(prefix: &str, k: &str) -> Option<RecordKey> {
+    let rest = k.strip_prefix(prefix)?.strip_prefix('{')?;
     let (group, tail) = rest.split_once('}')?;
     let mut segs = vec![group.to_owned()];
     if let Some(tail) = tail.strip_prefix(':') {
@@ -91,8 +91,8 @@ fn record_key(k: &str) -> Option<RecordKey> {
 }
 
 impl RedisRecords {
-    /// Records on `url`; connects on first use.
-    pub(super) fn open(url: &str) -> Result<RedisRecords, StoreError> {
+    /// Records named `name` (`rss:NAME:v1:…`) on `url`; connects on first use.
+    pub(super) fn open(url: &str, name: &str) -> Result<RedisRecords, StoreError> {
         let client = redis::Client::open(url).map_err(failed("cannot use the Redis URL"))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(OP_TIMEOUT))
@@ -103,6 +103,7 @@ impl RedisRecords {
             .map_err(failed("cannot set up the Redis connection"))?;
         Ok(RedisRecords {
             url: redacted(url),
+            prefix: format!("rss:{name}:v1:"),
             conn,
             read: Script::new(READ_MANY),
             cas: Script::new(CAS),
@@ -125,7 +126,7 @@ impl RedisRecords {
     }
 
     async fn update_now(&self, key: &RecordKey, f: &RecordUpdate<'_>) -> Result<(), StoreError> {
-        let k = redis_key(key);
+        let k = redis_key(&self.prefix, key);
         for _ in 0..CAS_TRIES {
             let (mut values, now) = self.read_raw(std::slice::from_ref(&k)).await?;
             let current = values.pop().unwrap_or_default();
@@ -152,9 +153,10 @@ impl RedisRecords {
     }
 
     async fn list_now(&self, under: &[String]) -> Result<Vec<RecordKey>, StoreError> {
+        let prefix = &self.prefix;
         let pattern = match under.first() {
-            None => format!("{PREFIX}*"),
-            Some(group) => format!("{PREFIX}{{{group}}}*"),
+            None => format!("{prefix}*"),
+            Some(group) => format!("{prefix}{{{group}}}*"),
         };
         let mut c = self.conn.clone();
         let keys: Vec<String> = timed(async move {
@@ -171,7 +173,7 @@ impl RedisRecords {
         .await?;
         let mut out: Vec<RecordKey> = keys
             .iter()
-            .filter_map(|k| record_key(k))
+            .filter_map(|k| record_key(prefix, k))
             .filter(|k| k.segments().starts_with(under))
             .collect();
         out.sort();
@@ -187,7 +189,7 @@ impl RecordStore for RedisRecords {
 
     fn load_many<'a>(&'a self, keys: &'a [RecordKey]) -> BoxFuture<'a, Result<Loaded, StoreError>> {
         async move {
-            let names: Vec<String> = keys.iter().map(redis_key).collect();
+            let names: Vec<String> = keys.iter().map(|k| redis_key(&self.prefix, k)).collect();
             let mut found = Vec::with_capacity(keys.len());
             let mut now = 0;
             // One round trip per group: a script's keys share a cluster slot.
@@ -224,7 +226,7 @@ impl RecordStore for RedisRecords {
         bytes: &'a [u8],
     ) -> BoxFuture<'a, Result<Vec<u8>, StoreError>> {
         async move {
-            let k = redis_key(key);
+            let k = redis_key(&self.prefix, key);
             let mut c = self.conn.clone();
             let stored: Vec<u8> = timed(async move {
                 let _: Option<String> = redis::cmd("SET")
@@ -257,7 +259,7 @@ impl RecordStore for RedisRecords {
             let keys = self.list_now(under).await?;
             for key in &keys {
                 let mut c = self.conn.clone();
-                let k = redis_key(key);
+                let k = redis_key(&self.prefix, key);
                 let _: i64 =
                     timed(
                         async move { c.del(k).await.map_err(failed("cannot delete from Redis")) },
@@ -277,11 +279,13 @@ mod tests {
     #[test]
     fn keys_carry_their_group_as_the_hash_tag_and_read_back() {
         let k = RecordKey::new(["_~digest", "marks", "00ff"]).unwrap();
-        assert_eq!(redis_key(&k), "rss:readers:v1:{_~digest}:marks:00ff");
-        assert_eq!(record_key(&redis_key(&k)), Some(k));
+        let p = "rss:readers:v1:";
+        assert_eq!(redis_key(p, &k), "rss:readers:v1:{_~digest}:marks:00ff");
+        assert_eq!(record_key(p, &redis_key(p, &k)), Some(k));
         let one = RecordKey::new(["key"]).unwrap();
-        assert_eq!(record_key(&redis_key(&one)), Some(one));
-        assert_eq!(record_key("rss:gate:v1:{x}"), None);
+        assert_eq!(record_key(p, &redis_key(p, &one)), Some(one.clone()));
+        assert_eq!(record_key(p, "rss:gate:v1:{x}"), None);
+        assert_eq!(record_key("rss:moved:v1:", &redis_key(p, &one)), None);
     }
 
     #[tokio::test]
@@ -290,7 +294,7 @@ mod tests {
             eprintln!("skipped: RSS_TEST_REDIS is not set (.ci/run starts a Redis server)");
             return;
         };
-        let store = RedisRecords::open(&url).unwrap();
+        let store = RedisRecords::open(&url, "readers").unwrap();
         // A run of its own: nothing left from an earlier one.
         let _ = store.remove_under(&["g1".to_owned()]).await;
         let _ = store.remove_under(&["g2".to_owned()]).await;
