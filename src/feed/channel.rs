@@ -138,6 +138,8 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
         }
     }
     feed.title = without_controls(feed.title.take());
+    let site = feed.site_url.as_deref().and_then(|u| Url::parse(u).ok());
+    feed.podcast = super::podcast::show(ch, base.or(site.as_ref()));
     feed.ttl_seconds = ttl_minutes
         .map(|m| m.saturating_mul(60))
         .or_else(|| sy_period.map(|p: u64| p / sy_frequency.unwrap_or(1)));

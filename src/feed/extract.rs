@@ -49,6 +49,8 @@ pub(super) fn parse_xml(
                 rebase(&mut it, site);
             }
         }
+        // Podcast links resolve like the item's own (against the site for a local file).
+        it.podcast = super::podcast::episode(&el, it.base.as_ref());
         handed += 1;
         sink(it);
     });

@@ -165,6 +165,7 @@ fn item(obj: &Map<String, Value>, base: Option<&Url>, feed_authors: &[String]) -
         comments: None,
         source: None,
         duration_seconds: None,
+        podcast: None,
         base: base.cloned(),
     }
 }

@@ -14,6 +14,7 @@ mod extract;
 mod ids;
 mod json;
 mod pipeline;
+mod podcast;
 pub(crate) mod query;
 pub(crate) mod render;
 mod select;
@@ -73,6 +74,8 @@ pub(crate) struct RawItem {
     pub source: Option<crate::model::ItemSource>,
     /// `itunes:duration`, in seconds.
     pub duration_seconds: Option<u64>,
+    /// `itunes:*` and `podcast:*` of an episode.
+    pub podcast: Option<Box<crate::model::PodcastEpisode>>,
     /// What relative links inside the bodies resolve against.
     pub base: Option<Url>,
 }
@@ -99,6 +102,8 @@ pub(crate) struct RawFeed {
     /// How often the feed says it changes: RSS `<ttl>` (minutes), or the syndication
     /// module's `updatePeriod` / `updateFrequency`; in seconds.
     pub ttl_seconds: Option<u64>,
+    /// `itunes:*` and `podcast:*` of the show.
+    pub podcast: Option<Box<crate::model::PodcastFeed>>,
     pub items: Vec<RawItem>,
     /// Non-fatal findings: (code, message).
     pub warnings: Vec<(WarningCode, String)>,

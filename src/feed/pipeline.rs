@@ -83,6 +83,7 @@ pub fn process(
             authors: raw.authors,
             categories: raw.categories,
             declared_ttl_seconds: raw.ttl_seconds,
+            podcast: raw.podcast,
         },
         built,
     })

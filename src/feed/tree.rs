@@ -28,6 +28,8 @@ pub(crate) enum Ns {
     Media,
     /// iTunes podcast tags.
     Itunes,
+    /// Podcasting 2.0 (`podcast:transcript`, …).
+    Podcast,
     /// The RSS 1.0 syndication module (`sy:updatePeriod`, `sy:updateFrequency`).
     Sy,
     /// XHTML (inline Atom content).
@@ -62,6 +64,8 @@ impl Ns {
             "purl.org/dc/terms" => Ns::Dcterms,
             "search.yahoo.com/mrss" | "video.search.yahoo.com/mrss" => Ns::Media,
             "www.itunes.com/dtds/podcast-1.0.dtd" => Ns::Itunes,
+            "podcastindex.org/namespace/1.0"
+            | "github.com/podcastindex-org/podcast-namespace/blob/main/docs/1.0.md" => Ns::Podcast,
             "purl.org/rss/1.0/modules/syndication" => Ns::Sy,
             "www.w3.org/1999/xhtml" => Ns::Xhtml,
             "www.w3.org/xml/1998/namespace" => Ns::Xml,
@@ -80,6 +84,7 @@ impl Ns {
             "dcterms" => Ns::Dcterms,
             "media" => Ns::Media,
             "itunes" => Ns::Itunes,
+            "podcast" => Ns::Podcast,
             "sy" => Ns::Sy,
             "xhtml" | "html" => Ns::Xhtml,
             "xml" => Ns::Xml,

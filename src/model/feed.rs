@@ -145,6 +145,9 @@ pub struct FeedMeta {
     /// module's `sy:updatePeriod` / `sy:updateFrequency`. Reported only: freshness comes
     /// from the server's headers.
     pub declared_ttl_seconds: Option<u64>,
+    /// What a podcast says of itself (`itunes:*` and Podcasting 2.0 `podcast:*` tags on the
+    /// channel); `null` when the feed has none.
+    pub podcast: Option<Box<super::PodcastFeed>>,
 }
 
 /// How an item's `id` was derived.
@@ -207,6 +210,12 @@ pub struct Item {
     pub source: Option<ItemSource>,
     /// The episode's length in seconds (`itunes:duration`).
     pub duration_seconds: Option<u64>,
+    /// What a podcast episode says of itself (`itunes:*` and Podcasting 2.0 `podcast:*`
+    /// tags); `null` when the item has none.
+    pub podcast: Option<Box<super::PodcastEpisode>>,
+    /// The episode's transcript read as text, when asked for (`--transcripts`,
+    /// `transcripts: true`); `null` otherwise.
+    pub transcript: Option<Box<super::TranscriptText>>,
     /// The page at `url` read as an article, when asked for (`--articles`, `articles: true`);
     /// `null` otherwise.
     pub article: Option<Box<ArticleResult>>,

@@ -24,6 +24,7 @@ mod article;
 mod config;
 mod feed;
 mod moved;
+mod podcast;
 mod readers;
 
 pub use admin::*;
@@ -31,6 +32,7 @@ pub use article::*;
 pub use config::*;
 pub use feed::*;
 pub use moved::*;
+pub use podcast::*;
 pub use readers::*;
 
 /// The version of this contract; bumped only by an incompatible change.

@@ -438,3 +438,81 @@ async fn issue_40_an_item_element_in_an_atom_feed_is_an_entry_and_published_beat
         Some("2010-01-01T00:00:00Z")
     );
 }
+
+#[tokio::test]
+async fn issue_40_podcast_tags_are_typed_fields_of_feed_and_episode() {
+    let f = ok("podcast.xml").await;
+    let show = f.meta.podcast.as_deref().expect("the show's tags");
+    assert_eq!(show.show_type.as_deref(), Some("serial"));
+    assert_eq!(show.explicit, Some(false));
+    assert_eq!(show.block, Some(false));
+    assert_eq!(
+        show.image.as_deref(),
+        Some("https://tides.example.org/art/show.jpg")
+    );
+    assert_eq!(show.owner_name.as_deref(), Some("Harbour Media"));
+    assert_eq!(
+        show.guid.as_deref(),
+        Some("c3a1b7e2-5d4f-5a8b-9c0d-1e2f3a4b5c6d")
+    );
+    assert_eq!(show.locked, Some(true));
+    assert_eq!(
+        show.locked_owner.as_deref(),
+        Some("shows@tides.example.org")
+    );
+    assert_eq!(show.medium.as_deref(), Some("podcast"));
+    assert_eq!(show.funding[0].url, "https://tides.example.org/support");
+    assert_eq!(show.persons[0].name, "Ana Quay");
+    assert_eq!(
+        show.location.as_ref().unwrap().osm.as_deref(),
+        Some("R2319")
+    );
+
+    let ep = item(&f, "Neap tide");
+    assert_eq!(ep.duration_seconds, Some(3723));
+    let p = ep.podcast.as_deref().expect("the episode's tags");
+    assert_eq!(p.episode, Some(7.0));
+    assert_eq!(p.episode_display.as_deref(), Some("Ep. 7"));
+    assert_eq!(p.season, Some(2));
+    assert_eq!(p.season_name.as_deref(), Some("The North Sea"));
+    assert_eq!(p.episode_type.as_deref(), Some("full"));
+    assert_eq!(p.explicit, Some(true));
+    assert_eq!(p.block, Some(true));
+    assert_eq!(
+        p.image.as_deref(),
+        Some("https://tides.example.org/art/ep7.jpg")
+    );
+    let t: Vec<_> = p.transcripts.iter().map(|t| t.url.as_str()).collect();
+    assert_eq!(
+        t,
+        [
+            "https://tides.example.org/ep7.vtt",
+            "https://tides.example.org/ep7.json"
+        ],
+        "a link that is not http(s) is no transcript"
+    );
+    assert_eq!(p.transcripts[0].mime_type.as_deref(), Some("text/vtt"));
+    assert_eq!(p.transcripts[0].language.as_deref(), Some("en"));
+    assert_eq!(p.transcripts[0].rel.as_deref(), Some("captions"));
+    assert_eq!(
+        p.chapters.as_ref().unwrap().url,
+        "https://tides.example.org/ep7-chapters.json"
+    );
+    assert_eq!(p.persons[0].name, "Ole Berg");
+    assert_eq!(p.persons[0].role.as_deref(), Some("guest"));
+    assert_eq!(p.soundbites.len(), 1, "a negative start is no soundbite");
+    assert_eq!(p.soundbites[0].start_seconds, 73.5);
+    assert_eq!(p.soundbites[0].duration_seconds, 42.25);
+    assert_eq!(p.location.as_ref().unwrap().name, "Stavanger");
+    assert_eq!(
+        item(&f, "Trailer")
+            .podcast
+            .as_ref()
+            .unwrap()
+            .episode_type
+            .as_deref(),
+        Some("trailer")
+    );
+    assert!(item(&f, "No podcast tags").podcast.is_none());
+    assert!(item(&f, "No podcast tags").transcript.is_none());
+}
