@@ -446,7 +446,11 @@ pub(super) struct FetchArgs {
     /// Also read each returned item's page as an article (attached as `article`).
     #[arg(long)]
     pub(super) articles: bool,
-    /// With --articles: honour each page host's robots.txt.
+    /// Also read each returned podcast episode's transcript (`podcast:transcript`: SRT,
+    /// WebVTT, JSON or HTML) as plain text, attached as `transcript`.
+    #[arg(long)]
+    pub(super) transcripts: bool,
+    /// With --articles or --transcripts: honour each page host's robots.txt.
     #[arg(long)]
     pub(super) respect_robots: bool,
     /// Deliver the items to reader NAME: the output carries a delivery token that `rss ack`

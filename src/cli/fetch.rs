@@ -59,9 +59,9 @@ fn fetch_options(
             "--reader with --format ndjson needs --ndjson-records: the delivery token is in the summary record",
         ));
     }
-    if args.respect_robots && !args.articles {
+    if args.respect_robots && !args.articles && !args.transcripts {
         return Err(Error::usage(
-            "--respect-robots applies to the pages --articles reads; give --articles too",
+            "--respect-robots applies to the pages --articles and --transcripts read; give one of them too",
         ));
     }
     let request = FetchRequest {
@@ -72,6 +72,7 @@ fn fetch_options(
         content: args.content,
         max_content_chars: args.max_content_chars,
         articles: args.articles,
+        transcripts: args.transcripts,
         respect_robots: args.respect_robots || robots_by_default,
         reader: args.reader.clone(),
         unseen: args.unseen,

@@ -18,6 +18,7 @@ mod podcast;
 pub(crate) mod query;
 pub(crate) mod render;
 mod select;
+pub(crate) mod transcript;
 mod tree;
 mod xml;
 

@@ -162,6 +162,13 @@ pub async fn fetch_feeds(
     };
     let (mut outcomes, pages) = tokio::join!(feeds, pages);
     let mut page_warnings = Vec::new();
+    if let Some(topts) = &opts.transcripts {
+        let items = outcomes
+            .iter_mut()
+            .flat_map(|o| o.feed.items.iter_mut())
+            .collect();
+        page_warnings.extend(super::transcripts::attach(ctx, items, topts, deadline).await);
+    }
     for (f, i, page) in pages {
         if let Some(item) = outcomes.get_mut(f).and_then(|o| o.feed.items.get_mut(i)) {
             item.article = Some(Box::new(page.result));

@@ -17,6 +17,7 @@ mod readers;
 mod request;
 mod robots;
 mod show;
+mod transcripts;
 
 use crate::model::WarningCode;
 use std::time::Duration;
@@ -46,6 +47,7 @@ pub use readers::{
 };
 pub use request::{CachePolicy, FetchRequest};
 pub use show::{ShowOptions, show_item};
+pub use transcripts::read_item_transcript;
 
 /// What one process shares between all operations: one HTTP client (so one gate and one
 /// connection pool), the cache, and the configuration.
@@ -193,6 +195,9 @@ pub struct FetchOptions {
     /// Read each returned item's page as an article too (`--articles`), with these
     /// options; the feeds' deadline is theirs.
     pub articles: Option<ArticleOptions>,
+    /// Read each returned podcast episode's transcript as text too (`--transcripts`),
+    /// fetched like an article page, with these options.
+    pub transcripts: Option<ArticleOptions>,
     /// The call's deadline (`rss mcp --call-timeout`): what is still under way then is
     /// answered as `RATE_LIMITED` with its host's wait. `None`: no limit but the gate's.
     pub deadline: Option<tokio::time::Instant>,

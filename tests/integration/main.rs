@@ -33,3 +33,4 @@ mod robots;
 mod selection;
 mod signals;
 mod tokens;
+mod transcripts;
