@@ -102,6 +102,14 @@ pub mod internals {
             .map_err(|e| e.to_string())
     }
 
+    /// Parses a feed body into its items, all held at once (as a feed library returns
+    /// them: the parse benchmark's side-by-side with feed-rs); how many there are.
+    pub fn parse_held(body: Vec<u8>, content_type: Option<&str>) -> Result<usize, String> {
+        crate::feed::parse_held(body.into(), content_type)
+            .map(|f| f.items.len())
+            .map_err(|e| e.to_string())
+    }
+
     /// A page's body read as an article (the extraction benchmark's `rss article` columns):
     /// its content as rendered, or the error code.
     pub fn article_content(

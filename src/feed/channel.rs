@@ -51,7 +51,7 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
         if category(c, atomish, rssish, &mut feed.categories) {
             continue;
         }
-        match (c.ns, c.name.to_ascii_lowercase().as_str()) {
+        match (c.ns, &*c.lname) {
             (_, "title") if (atomish || rssish) && feed.title.is_none() => {
                 feed.title = plain(text_construct(c, atomish));
             }

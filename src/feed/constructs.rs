@@ -5,7 +5,7 @@ use url::Url;
 
 use super::Body;
 use super::render::to_plain;
-use super::xml::{Element, Ns};
+use super::xml::{Element, Node, Ns};
 use crate::model::Enclosure;
 use crate::text::{collapse_ws, non_empty};
 use crate::urls::resolve;
@@ -19,7 +19,7 @@ pub(super) fn is_atomish(e: &Element, atom_mode: bool) -> bool {
 /// Reads `c` into `out` when it is a category of a channel or an item (Atom's `term` or
 /// `label`, RSS's text, `dc:subject`, `media:category`, `itunes:category`); whether it was.
 pub(super) fn category(c: &Element, atomish: bool, rssish: bool, out: &mut Vec<String>) -> bool {
-    match (c.ns, c.name.to_ascii_lowercase().as_str()) {
+    match (c.ns, &*c.lname) {
         (_, "category") if atomish => {
             push_unique(out, c.attr("term").or(c.attr("label")).and_then(non_empty))
         }
@@ -132,6 +132,30 @@ pub(super) fn text_construct(e: &Element, text_by_default: bool) -> Option<Body>
         }
     } else {
         Body::Html(markup_or_text(e))
+    };
+    (!body.is_blank()).then_some(body)
+}
+
+/// [`text_construct`], moving the text out of `e` when it is one plain text child of a
+/// text or HTML type (a body: the common case, and the largest copy a parse would make).
+pub(super) fn text_construct_take(e: &mut Element, text_by_default: bool) -> Option<Body> {
+    let ty = e.attr("type").unwrap_or("").trim();
+    let plain_kind = e.attr("mode").is_none()
+        && (ty.is_empty()
+            || ["html", "text", "text/html", "text/plain"]
+                .iter()
+                .any(|t| ty.eq_ignore_ascii_case(t)));
+    if !plain_kind || !matches!(e.children.as_slice(), [Node::Text(_)]) {
+        return text_construct(e, text_by_default);
+    }
+    let html = ty.eq_ignore_ascii_case("html")
+        || ty.eq_ignore_ascii_case("text/html")
+        || (ty.is_empty() && !text_by_default);
+    let text = e.take_text();
+    let body = if html {
+        Body::Html(text)
+    } else {
+        Body::Text(text)
     };
     (!body.is_blank()).then_some(body)
 }

@@ -6,7 +6,8 @@ use url::Url;
 use super::channel::{channel_meta, site_link};
 use super::constructs::{
     Dates, RSSISH, category, enclosure, first_date, is_alternate, is_atomish, link_rel, person,
-    person_name, plain, push_enclosure, push_unique, set_once, text_construct, without_controls,
+    person_name, plain, push_enclosure, push_unique, set_once, text_construct, text_construct_take,
+    without_controls,
 };
 use super::xml::{self, Element, Node, Ns};
 use super::{Body, MAX_ITEMS, RawFeed, RawItem, items_capped_message};
@@ -28,7 +29,7 @@ pub(super) fn parse_xml(
     let mut site: Option<Option<Url>> = None;
     // A document that is one Atom `<entry>` (RFC 4287 §4.1.2 allows it): a one-entry feed.
     let mut root_entry = false;
-    let doc = xml::parse(text, base, &mut |el, cx| {
+    let doc = xml::parse(text, base, &mut |mut el, cx| {
         if handed + empty_items >= MAX_ITEMS {
             beyond_cap += 1;
             return;
@@ -42,7 +43,7 @@ pub(super) fn parse_xml(
             empty_items += 1;
             return;
         }
-        let mut it = item(&el, atom_mode);
+        let mut it = item(&mut el, atom_mode);
         if base.is_none() {
             let site = site.get_or_insert_with(|| cx.parent.and_then(|p| site_link(p, atom_mode)));
             if let Some(site) = site {
@@ -57,7 +58,8 @@ pub(super) fn parse_xml(
     let root = doc.root.or_else(|| {
         root_entry.then(|| Element {
             ns: Ns::Atom,
-            name: "feed".to_owned(),
+            name: "feed".into(),
+            lname: "feed".into(),
             attrs: Vec::new(),
             children: Vec::new(),
             base: None,
@@ -68,7 +70,7 @@ pub(super) fn parse_xml(
             "no XML element could be read, so this is not a feed",
         ));
     };
-    let root_lower = root.name.to_ascii_lowercase();
+    let root_lower = root.lname.to_string();
     let atom_mode = root_lower == "feed";
     if root_lower == "html" {
         return Err(Error::HtmlPage { content_type: None });
@@ -207,7 +209,7 @@ fn duration(s: &str) -> Option<u64> {
     Some(total)
 }
 
-fn item(el: &Element, atom_mode: bool) -> RawItem {
+fn item(el: &mut Element, atom_mode: bool) -> RawItem {
     let base = el.base.as_deref();
     let mut it = RawItem {
         base: base.cloned(),
@@ -228,14 +230,19 @@ fn item(el: &Element, atom_mode: bool) -> RawItem {
     }
     let mut media: Vec<&Element> = Vec::new();
     let mut content_base = None;
-    for c in el.elements() {
+    // Children mutably: a body is moved out of the tree, not copied (`text_construct_take`).
+    let children = el.children.iter_mut().filter_map(|n| match n {
+        Node::Elem(e) => Some(e),
+        Node::Text(_) => None,
+    });
+    for c in children {
         let atomish = is_atomish(c, atom_mode);
         let rssish = RSSISH.contains(&c.ns) && !atomish;
         if category(c, atomish, rssish, &mut it.categories) {
             continue;
         }
-        let name = c.name.to_ascii_lowercase();
-        match (c.ns, name.as_str()) {
+        let name = &*c.lname;
+        match (c.ns, name) {
             (_, "title") if (atomish || rssish) && title.is_none() => {
                 title = plain(text_construct(c, atomish));
             }
@@ -280,12 +287,8 @@ fn item(el: &Element, atom_mode: bool) -> RawItem {
                 // A permalink guid is the item's address: resolved like any link, kept when
                 // it is a web address.
                 if permalink && let Some(g) = &g {
-                    permalink_guid = resolve(g, c.base.as_deref()).filter(|u| {
-                        let u = u.to_ascii_lowercase();
-                        u.starts_with("http://")
-                            || u.starts_with("https://")
-                            || Url::parse(&u).is_err()
-                    });
+                    // Resolved only when the item has no link to be its address.
+                    permalink_guid = Some((g.clone(), c.base.clone()));
                 }
                 if g.is_some() {
                     it.guid = g;
@@ -321,7 +324,7 @@ fn item(el: &Element, atom_mode: bool) -> RawItem {
             (Ns::Dcterms, "modified") => set_once(&mut dates.updated[1], c.text()),
             (_, "updated") if rssish => set_once(&mut dates.updated[2], c.text()),
             (_, "description") if rssish && it.summary.is_none() => {
-                it.summary = text_construct(c, false);
+                it.summary = text_construct_take(c, false);
             }
             (_, "summary") if atomish && it.summary.is_none() => {
                 it.summary = text_construct(c, true);
@@ -333,11 +336,11 @@ fn item(el: &Element, atom_mode: bool) -> RawItem {
                 dc_description = text_construct(c, false);
             }
             (Ns::Content, "encoded") if it.content.is_none() => {
-                it.content = text_construct(c, false);
+                it.content = text_construct_take(c, false);
                 content_base = c.base.as_deref().cloned();
             }
             (_, "content") if atomish && it.content.is_none() && c.attr("src").is_none() => {
-                it.content = text_construct(c, true);
+                it.content = text_construct_take(c, true);
                 content_base = c.base.as_deref().cloned();
             }
             (Ns::Xhtml, "body") | (Ns::Xhtml, "div") if it.content.is_none() => {
@@ -376,7 +379,7 @@ fn item(el: &Element, atom_mode: bool) -> RawItem {
             if c.ns != Ns::Media {
                 continue;
             }
-            match c.name.to_ascii_lowercase().as_str() {
+            match &*c.lname {
                 "content" => push_enclosure(
                     &mut it.enclosures,
                     enclosure(
@@ -407,7 +410,13 @@ fn item(el: &Element, atom_mode: bool) -> RawItem {
         .map(|(_, h)| h)
         .or(rss_link)
         .or(cdf_href)
-        .or(permalink_guid);
+        .or_else(|| {
+            let (g, base) = permalink_guid?;
+            resolve(&g, base.as_deref()).filter(|u| {
+                let u = u.to_ascii_lowercase();
+                u.starts_with("http://") || u.starts_with("https://") || Url::parse(&u).is_err()
+            })
+        });
     if let Some(m) = el.attr("lastmod") {
         set_once(&mut dates.updated[2], m.to_owned());
     }

@@ -96,7 +96,7 @@ pub(super) fn episode(item: &Element, fallback: Option<&Url>) -> Option<Box<Podc
             continue;
         }
         let base = c.base.as_deref().or(fallback);
-        match (c.ns, c.name.to_ascii_lowercase().as_str()) {
+        match (c.ns, &*c.lname) {
             (_, "episode") => {
                 if let Some(n) = number(&c.text()) {
                     // Podcasting 2.0's number (with its display) wins over iTunes'.
@@ -167,14 +167,14 @@ pub(super) fn show(ch: &Element, fallback: Option<&Url>) -> Option<Box<PodcastFe
             continue;
         }
         let base = c.base.as_deref().or(fallback);
-        match (c.ns, c.name.to_ascii_lowercase().as_str()) {
+        match (c.ns, &*c.lname) {
             (Ns::Itunes, "type") => p.show_type = lower(c),
             (Ns::Itunes, "explicit") => p.explicit = yes_no(&c.text()),
             (Ns::Itunes, "image") if p.image.is_none() => p.image = image(c, base),
             (Ns::Itunes, "block") => p.block = yes_no(&c.text()),
             (Ns::Itunes, "owner") => {
                 for o in c.elements() {
-                    match o.name.to_ascii_lowercase().as_str() {
+                    match &*o.lname {
                         "name" => p.owner_name = text(o),
                         "email" => p.owner_email = text(o),
                         _ => {}

@@ -112,8 +112,10 @@ pub(crate) enum Node {
 #[derive(Debug, Clone)]
 pub(crate) struct Element {
     pub ns: Ns,
-    /// Local name, as written.
-    pub name: String,
+    /// Local name, as written (shared by every element of that name in a document).
+    pub name: Rc<str>,
+    /// The local name lowercased (what names are matched on).
+    pub lname: Rc<str>,
     pub attrs: Vec<Attr>,
     pub children: Vec<Node>,
     /// The effective `xml:base` here (resolved), if any.
@@ -160,6 +162,15 @@ impl Element {
             }
         }
         out
+    }
+
+    /// The element's text, moved out when it is one text child (a body, read once); else a
+    /// copy of all the text below it.
+    pub fn take_text(&mut self) -> String {
+        match self.children.as_mut_slice() {
+            [Node::Text(t)] => std::mem::take(t),
+            _ => self.text(),
+        }
     }
 
     /// Whether any child is an element.
@@ -209,7 +220,7 @@ fn write_node(node: &Node, out: &mut String) {
                 escape_html(&a.value, out);
                 out.push('"');
             }
-            if e.children.is_empty() && crate::html::is_void(&e.name.to_ascii_lowercase()) {
+            if e.children.is_empty() && crate::html::is_void(&e.lname) {
                 out.push_str(" />");
                 return;
             }
