@@ -130,13 +130,38 @@ pub(super) fn parse_xml(
     Ok(feed)
 }
 
+/// `s` trimmed, kept as it is when it needs no trimming; `None` when empty.
+fn owned_non_empty(s: String) -> Option<String> {
+    let t = s.trim();
+    if t.is_empty() {
+        None
+    } else if t.len() == s.len() {
+        Some(s)
+    } else {
+        Some(t.to_owned())
+    }
+}
+
+/// Whether `s` starts with a URL scheme (`http:`, `mailto:`, …).
+fn has_scheme(s: &str) -> bool {
+    let Some((scheme, _)) = s.split_once(':') else {
+        return false;
+    };
+    scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
 /// Items of a local file have no request URL: resolve what is relative against the site.
 fn rebase(it: &mut RawItem, site: &Url) {
     if it.base.is_some() {
         return;
     }
     let fix = |s: &mut String| {
-        if Url::parse(s).is_err()
+        // An address with a scheme stays as it is (joining it gives it back or fails too).
+        if !has_scheme(s)
+            && Url::parse(s).is_err()
             && let Ok(u) = site.join(s)
         {
             *s = u.into();
@@ -244,7 +269,7 @@ fn item(el: &mut Element, atom_mode: bool) -> RawItem {
         let name = &*c.lname;
         match (c.ns, name) {
             (_, "title") if (atomish || rssish) && title.is_none() => {
-                title = plain(text_construct(c, atomish));
+                title = plain(text_construct_take(c, atomish));
             }
             (Ns::Dc, "title") | (Ns::Media, "title") if title_fallback.is_none() => {
                 title_fallback = non_empty(collapse_ws(&c.text()));
@@ -276,11 +301,11 @@ fn item(el: &mut Element, atom_mode: bool) -> RawItem {
                         _ => {}
                     }
                 } else if rss_link.is_none() {
-                    rss_link = resolve(&c.text(), c.base.as_deref());
+                    rss_link = resolve(&c.take_text(), c.base.as_deref());
                 }
             }
             (_, "guid") if rssish => {
-                let g = non_empty(c.text());
+                let g = owned_non_empty(c.take_text());
                 let permalink = !c
                     .attr("isPermaLink")
                     .is_some_and(|v| v.trim().eq_ignore_ascii_case("false"));
@@ -295,34 +320,34 @@ fn item(el: &mut Element, atom_mode: bool) -> RawItem {
                 }
             }
             (_, "comments") if rssish && it.comments.is_none() => {
-                it.comments = resolve(c.text().trim(), c.base.as_deref())
+                it.comments = resolve(c.take_text().trim(), c.base.as_deref())
             }
             (_, "source") if (rssish || atomish) && it.source.is_none() => {
                 it.source = source(c, atomish);
             }
-            (Ns::Itunes, "duration") => it.duration_seconds = duration(&c.text()),
-            (_, "id") if atomish => it.guid = non_empty(c.text()).or(it.guid.take()),
+            (Ns::Itunes, "duration") => it.duration_seconds = duration(&c.take_text()),
+            (_, "id") if atomish => it.guid = owned_non_empty(c.take_text()).or(it.guid.take()),
             // Atom's names in an RSS item (no namespace): what they mean in Atom, after the
             // item's own RSS elements.
-            (_, "id") if rssish && it.guid.is_none() => it.guid = non_empty(c.text()),
+            (_, "id") if rssish && it.guid.is_none() => it.guid = owned_non_empty(c.take_text()),
             (_, "author") if atomish || rssish => push_unique(&mut it.authors, person(c)),
             (Ns::Dc, "creator") | (Ns::Dc, "author") => {
-                push_unique(&mut it.authors, person_name(&c.text()))
+                push_unique(&mut it.authors, person_name(&c.take_text()))
             }
-            (Ns::Itunes, "author") => author_fallback = person_name(&c.text()),
-            (_, "pubdate") if rssish => set_once(&mut dates.published[0], c.text()),
-            (_, "published") if atomish => set_once(&mut dates.published[1], c.text()),
-            (_, "issued") if atomish => set_once(&mut dates.published[2], c.text()),
-            (Ns::Dc, "date") => set_once(&mut dates.published[3], c.text()),
+            (Ns::Itunes, "author") => author_fallback = person_name(&c.take_text()),
+            (_, "pubdate") if rssish => set_once(&mut dates.published[0], c.take_text()),
+            (_, "published") if atomish => set_once(&mut dates.published[1], c.take_text()),
+            (_, "issued") if atomish => set_once(&mut dates.published[2], c.take_text()),
+            (Ns::Dc, "date") => set_once(&mut dates.published[3], c.take_text()),
             (Ns::Dcterms, "issued") | (Ns::Dcterms, "created") => {
-                set_once(&mut dates.published[4], c.text())
+                set_once(&mut dates.published[4], c.take_text())
             }
-            (_, "published") if rssish => set_once(&mut dates.published[5], c.text()),
+            (_, "published") if rssish => set_once(&mut dates.published[5], c.take_text()),
             (_, "updated") | (_, "modified") if atomish => {
-                set_once(&mut dates.updated[0], c.text())
+                set_once(&mut dates.updated[0], c.take_text())
             }
-            (Ns::Dcterms, "modified") => set_once(&mut dates.updated[1], c.text()),
-            (_, "updated") if rssish => set_once(&mut dates.updated[2], c.text()),
+            (Ns::Dcterms, "modified") => set_once(&mut dates.updated[1], c.take_text()),
+            (_, "updated") if rssish => set_once(&mut dates.updated[2], c.take_text()),
             (_, "description") if rssish && it.summary.is_none() => {
                 it.summary = text_construct_take(c, false);
             }

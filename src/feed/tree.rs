@@ -97,7 +97,8 @@ impl Ns {
 #[derive(Debug, Clone)]
 pub(crate) struct Attr {
     pub ns: Ns,
-    pub name: String,
+    /// The local name (shared by every attribute of that name in a document).
+    pub name: Rc<str>,
     pub value: String,
 }
 

@@ -211,7 +211,7 @@ impl Builder<'_> {
         }
         let (qname, name, lname) = self.intern(e.name().into_inner());
         let ns_mark = self.scopes.len();
-        let mut raw_attrs: Vec<(String, String)> = Vec::new();
+        let mut raw_attrs: Vec<(Rc<str>, Rc<str>, String)> = Vec::new();
         let mut attrs_iter = e.html_attributes();
         attrs_iter.with_checks(false);
         for a in attrs_iter.flatten() {
@@ -224,7 +224,8 @@ impl Builder<'_> {
                 self.scopes
                     .push((p.to_owned(), Ns::from_uri(&value), value.clone()));
             }
-            raw_attrs.push((key.to_owned(), value));
+            let (key, local, _) = self.intern(key);
+            raw_attrs.push((key, local, value));
         }
         let (prefix, _) = split_qname(&qname);
         if self.root.is_none() && self.stack.is_empty() {
@@ -241,13 +242,13 @@ impl Builder<'_> {
         let ns = self.lookup(prefix.unwrap_or(""));
         let attrs: Vec<Attr> = raw_attrs
             .into_iter()
-            .map(|(key, value)| {
-                let (p, l) = split_qname(&key);
+            .map(|(key, local, value)| {
+                let (p, _) = split_qname(&key);
                 // Unprefixed attributes belong to no namespace.
                 let ns = p.map_or(Ns::None, |p| self.lookup(p));
                 Attr {
                     ns,
-                    name: l.to_owned(),
+                    name: local,
                     value,
                 }
             })
@@ -257,7 +258,7 @@ impl Builder<'_> {
             .last()
             .and_then(|f| f.el.base.clone())
             .or_else(|| self.doc_base.clone());
-        let base = match attrs.iter().find(|a| a.ns == Ns::Xml && a.name == "base") {
+        let base = match attrs.iter().find(|a| a.ns == Ns::Xml && &*a.name == "base") {
             Some(a) => {
                 let joined = match &parent_base {
                     Some(pb) => pb.join(a.value.trim()).ok(),
