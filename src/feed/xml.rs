@@ -66,8 +66,11 @@ struct Builder<'f> {
     too_deep: usize,
     /// Names seen so far, each made once: qualified name → (qualified, local, lowercase
     /// local). A feed repeats a few names thousands of times.
-    names: HashMap<Box<str>, (Rc<str>, Rc<str>, Rc<str>)>,
+    names: HashMap<Box<str>, Names>,
 }
+
+/// A name as made once: (qualified, local, lowercase local).
+type Names = (Rc<str>, Rc<str>, Rc<str>);
 
 /// Names interned at most (a hostile document of endless distinct names allocates as
 /// before past it).
@@ -169,12 +172,12 @@ impl Builder<'_> {
     }
 
     /// The qualified name, local name and lowercase local name of `qname`, each made once.
-    fn intern(&mut self, qname: &str) -> (Rc<str>, Rc<str>, Rc<str>) {
+    fn intern(&mut self, qname: &str) -> Names {
         if let Some(n) = self.names.get(qname) {
             return n.clone();
         }
         let (_, local) = split_qname(qname);
-        let made: (Rc<str>, Rc<str>, Rc<str>) = (
+        let made: Names = (
             Rc::from(qname),
             Rc::from(local),
             Rc::from(local.to_ascii_lowercase().as_str()),
