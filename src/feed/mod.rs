@@ -30,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::model::Enclosure;
 use crate::payload::Payload;
 
+pub(crate) use channel::day_of;
 pub use content::{ContentFormat, RenderOptions, estimate_tokens, truncate_chars};
 pub use ids::item_id;
 pub use pipeline::{Built, parallel, process};
@@ -105,6 +106,12 @@ pub(crate) struct RawFeed {
     pub ttl_seconds: Option<u64>,
     /// `itunes:*` and `podcast:*` of the show.
     pub podcast: Option<Box<crate::model::PodcastFeed>>,
+    /// Which of the two `ttl_seconds` came from.
+    pub ttl_rule: Option<crate::model::FreshBy>,
+    /// RSS `skipHours`: hours of the day (UTC, 0-23), ascending.
+    pub skip_hours: Vec<u32>,
+    /// RSS `skipDays`: days (0 Monday ... 6 Sunday), ascending.
+    pub skip_days: Vec<u32>,
     pub items: Vec<RawItem>,
     /// Non-fatal findings: (code, message).
     pub warnings: Vec<(WarningCode, String)>,

@@ -286,6 +286,7 @@ impl Client {
             freshness: crate::cache::freshness::read(&headers, SystemTime::now()),
             credentialed: plan.credentials.is_some(),
             moved_to: None,
+            lineage: super::Lineage::none(),
         };
         if status == StatusCode::NOT_MODIFIED {
             self.answered(permit, Outcome::Success, status, quota, notes)

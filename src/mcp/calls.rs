@@ -284,11 +284,11 @@ impl Server {
             },
         };
         let deadline = self.call_deadline(a.timeout_seconds);
-        let mut out = ops::url_within(
+        let (mut out, feed_lineage) = ops::url_within(
             &self.ctx,
             deadline,
             &a.feed_url,
-            ops::show_item(&self.ctx, &a.feed_url, &a.id, opts),
+            ops::show_item_traced(&self.ctx, &a.feed_url, &a.id, opts),
         )
         .await?;
         if article {
@@ -303,7 +303,7 @@ impl Server {
                 article_opts.cache = CacheMode::MaxAge(std::time::Duration::MAX);
             }
             let (article, warnings) =
-                ops::read_item_article(&self.ctx, &out.item, &article_opts).await;
+                ops::read_item_article(&self.ctx, &out.item, &feed_lineage, &article_opts).await;
             out.item.article = Some(Box::new(article));
             out.warnings.extend(warnings);
         }
@@ -316,7 +316,8 @@ impl Server {
             .article_options()?;
             topts.render.max_content_chars =
                 Some(max_chars.unwrap_or(tools::TRANSCRIPT_CHARS_PER_ITEM * 4));
-            let warnings = ops::read_item_transcript(&self.ctx, &mut out.item, &topts).await;
+            let warnings =
+                ops::read_item_transcript(&self.ctx, &mut out.item, &feed_lineage, &topts).await;
             out.warnings.extend(warnings);
         }
         ops::budget::skip_item(&mut out, at)?;

@@ -15,6 +15,7 @@ use crate::cache::Kind;
 use crate::error::{Error, Result};
 use crate::feed::transcript::{self, Format};
 use crate::feed::truncate_chars;
+use crate::http::Lineage;
 use crate::inputs::Source;
 use crate::model::{Item, PodcastEpisode, TranscriptLink, TranscriptText, Warning};
 use crate::payload::Payload;
@@ -107,6 +108,7 @@ fn read_body(
 pub(crate) async fn read(
     ctx: &Context,
     link: &TranscriptLink,
+    led_by: &Lineage,
     opts: &ArticleOptions,
     deadline: Instant,
 ) -> (TranscriptText, Vec<Warning>) {
@@ -119,7 +121,7 @@ pub(crate) async fn read(
             return (failed(url, &e), Vec::new());
         }
     };
-    let work = read_http(ctx, link, page.clone(), opts, deadline);
+    let work = read_http(ctx, link, page.clone(), led_by, opts, deadline);
     super::deadline::within(opts.deadline, work, || {
         (
             failed(url, &super::deadline::cut_off(ctx, &page)),
@@ -133,6 +135,7 @@ async fn read_http(
     ctx: &Context,
     link: &TranscriptLink,
     page: Url,
+    led_by: &Lineage,
     opts: &ArticleOptions,
     deadline: Instant,
 ) -> (TranscriptText, Vec<Warning>) {
@@ -140,7 +143,7 @@ async fn read_http(
     let since = opts.started.unwrap_or_else(Instant::now);
     let robots =
         super::robots::RobotsGuard::new(ctx, opts.cache, since).by_default(opts.respect_robots);
-    if let Err(e) = robots.allow(&page, deadline).await {
+    if let Err(e) = robots.allow(&page, &led_by.then(&page), deadline).await {
         return (failed(url, &e), Vec::new());
     }
     let f = ctx
@@ -158,6 +161,7 @@ async fn read_http(
                 .applies_anywhere()
                 .then_some(&robots as &dyn crate::http::HopCheck),
             window: Some(ctx.pages.semaphore()),
+            led_by: led_by.clone(),
         })
         .await;
     let _place = f.window;
@@ -185,31 +189,32 @@ async fn read_http(
 }
 
 /// Reads the chosen transcript of every item that has one, and puts it in the item; a
-/// transcript several items name is read once.
+/// transcript several items name is read once (as led by the first one's feed). Each item
+/// comes with the chain its feed was read through.
 pub(crate) async fn attach(
     ctx: &Context,
-    mut items: Vec<&mut Item>,
+    mut items: Vec<(&mut Item, &Lineage)>,
     opts: &ArticleOptions,
     deadline: Instant,
 ) -> Vec<Warning> {
     let opts = &opts.for_call();
-    let mut links: Vec<(Vec<usize>, TranscriptLink)> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
+    let mut links: Vec<(Vec<usize>, TranscriptLink, Lineage)> = Vec::new();
+    for (i, (item, led_by)) in items.iter().enumerate() {
         let Some(link) = item.podcast.as_deref().and_then(choose) else {
             continue;
         };
-        match links.iter_mut().find(|(_, l)| l.url == link.url) {
-            Some((at, _)) => at.push(i),
-            None => links.push((vec![i], link.clone())),
+        match links.iter_mut().find(|(_, l, _)| l.url == link.url) {
+            Some((at, _, _)) => at.push(i),
+            None => links.push((vec![i], link.clone(), (*led_by).clone())),
         }
     }
     let mut read_all = futures::stream::iter(links)
-        .map(|(at, link)| read_one(ctx, at, link, opts, deadline))
+        .map(|(at, link, led_by)| read_one(ctx, at, link, led_by, opts, deadline))
         .buffer_unordered(AT_ONCE);
     let mut warnings = Vec::new();
     while let Some((at, text, w)) = read_all.next().await {
         for i in at {
-            if let Some(item) = items.get_mut(i) {
+            if let Some((item, _)) = items.get_mut(i) {
                 item.transcript = Some(Box::new(text.clone()));
             }
         }
@@ -222,20 +227,22 @@ async fn read_one(
     ctx: &Context,
     at: Vec<usize>,
     link: TranscriptLink,
+    led_by: Lineage,
     opts: &ArticleOptions,
     deadline: Instant,
 ) -> (Vec<usize>, TranscriptText, Vec<Warning>) {
-    let (text, warnings) = read(ctx, &link, opts, deadline).await;
+    let (text, warnings) = read(ctx, &link, &led_by, opts, deadline).await;
     (at, text, warnings)
 }
 
-/// Reads `item`'s transcript (`get_item` with `transcript: true`); an item without one
-/// keeps `transcript: null`.
+/// Reads `item`'s transcript (`get_item` with `transcript: true`), as led by the chain its
+/// feed was read through; an item without one keeps `transcript: null`.
 pub async fn read_item_transcript(
     ctx: &Context,
     item: &mut Item,
+    feed_lineage: &Lineage,
     opts: &ArticleOptions,
 ) -> Vec<Warning> {
     let deadline = super::deadline::gate_deadline(ctx, opts.deadline);
-    attach(ctx, vec![item], opts, deadline).await
+    attach(ctx, vec![(item, feed_lineage)], opts, deadline).await
 }

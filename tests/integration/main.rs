@@ -12,6 +12,7 @@ mod announced;
 
 mod cache;
 mod cli;
+mod credentials;
 mod formats;
 mod limits;
 mod mcp;
@@ -32,5 +33,9 @@ mod redis;
 mod robots;
 mod selection;
 mod signals;
+mod silent;
 mod tokens;
 mod transcripts;
+mod watch_cli;
+mod watch_mcp;
+mod watch_origin;
