@@ -516,3 +516,12 @@ async fn issue_40_podcast_tags_are_typed_fields_of_feed_and_episode() {
     assert!(item(&f, "No podcast tags").podcast.is_none());
     assert!(item(&f, "No podcast tags").transcript.is_none());
 }
+
+#[tokio::test]
+async fn issue_40_an_itunes_link_to_the_artwork_is_the_feed_icon() {
+    let f = ok("itunes-link-image.xml").await;
+    assert_eq!(
+        f.meta.icon.as_deref(),
+        Some("https://ferry.example.net/art/cover.png")
+    );
+}
