@@ -342,6 +342,9 @@ fn item(el: &mut Element, atom_mode: bool) -> RawItem {
             (Ns::Dcterms, "issued") | (Ns::Dcterms, "created") => {
                 set_once(&mut dates.published[4], c.take_text())
             }
+            // Atom 0.3's date of creation, when the entry says neither when it was issued
+            // nor published.
+            (_, "created") if atomish => set_once(&mut dates.published[4], c.take_text()),
             (_, "published") if rssish => set_once(&mut dates.published[5], c.take_text()),
             (_, "updated") | (_, "modified") if atomish => {
                 set_once(&mut dates.updated[0], c.take_text())

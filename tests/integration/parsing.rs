@@ -525,3 +525,15 @@ async fn issue_40_an_itunes_link_to_the_artwork_is_the_feed_icon() {
         Some("https://ferry.example.net/art/cover.png")
     );
 }
+
+#[tokio::test]
+async fn issue_40_an_atom_0_3_entry_created_is_its_published_date_after_issued() {
+    let f = ok("atom03-created.xml").await;
+    let it = item(&f, "Only created");
+    assert_eq!(it.published.as_deref(), Some("2005-03-04T05:06:07Z"));
+    assert_eq!(it.updated.as_deref(), Some("2005-03-05T00:00:00Z"));
+    assert_eq!(
+        item(&f, "Issued and created").published.as_deref(),
+        Some("2005-02-01T00:00:00Z")
+    );
+}
