@@ -138,12 +138,12 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
                     .and_then(|h| resolve(h, base))
             }
             // iTunes' older way to name the artwork: `<itunes:link rel="image" href=…>`.
-            (Ns::Itunes, "link") if itunes_image.is_none() => {
-                if c.attr("rel")
-                    .is_some_and(|r| r.trim().eq_ignore_ascii_case("image"))
-                {
-                    itunes_image = c.attr("href").and_then(|h| resolve(h, base));
-                }
+            (Ns::Itunes, "link")
+                if itunes_image.is_none()
+                    && c.attr("rel")
+                        .is_some_and(|r| r.trim().eq_ignore_ascii_case("image")) =>
+            {
+                itunes_image = c.attr("href").and_then(|h| resolve(h, base));
             }
             _ => {}
         }
