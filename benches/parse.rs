@@ -157,6 +157,22 @@ fn render_alone() -> (Duration, usize, usize) {
 }
 
 fn main() {
+    // `PARSE_BENCH_PARSE_ONLY=N`: only N parses of the feed, all items held (for a profiler);
+    // `=0`: only parsing side by side with the anchor.
+    if let Some(n) = std::env::var("PARSE_BENCH_PARSE_ONLY")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        let body = feed(10_000);
+        if n == 0 {
+            // `=0`: the side-by-side with the anchor alone.
+            parsing_side_by_side(&body, Duration::ZERO);
+        }
+        for _ in 0..n {
+            rss::internals::parse_held(body.clone(), Some("application/rss+xml")).expect("parses");
+        }
+        return;
+    }
     let (render, html_bytes, md_bytes) = render_alone();
     println!(
         "markdown renderer alone, one thread: {:.0} ms for {:.1} MB of HTML ({:.0} MB/s), {:.1} MB of markdown",
@@ -183,6 +199,8 @@ fn main() {
             .len()
     });
     assert_eq!(entries, 10_000);
+
+    parsing_side_by_side(&body, bare);
 
     let (ours, (items, json_bytes)) =
         best_of(3, || pipeline(body.clone(), ContentFormat::Markdown));
@@ -268,6 +286,69 @@ fn main() {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     end_to_end(&body);
+}
+
+/// The peak heap, above what was allocated before, while `f` runs.
+fn peak_of<T>(f: impl FnOnce() -> T) -> (usize, T) {
+    let baseline = CURRENT.load(Ordering::SeqCst);
+    PEAK.store(baseline, Ordering::SeqCst);
+    let r = f();
+    (PEAK.load(Ordering::SeqCst).saturating_sub(baseline), r)
+}
+
+/// Parsing alone, side by side with the anchor (a bare feed-rs parse of the same bytes):
+/// wall time (best of 5) and peak heap, each parser holding every item it read when it
+/// returns, as a feed library hands them back. The body is allocated before either is
+/// measured.
+fn parsing_side_by_side(body: &[u8], _bare: Duration) {
+    let (anchor, _) = best_of(5, || {
+        feed_rs::parser::parse(body)
+            .expect("feed-rs parses")
+            .entries
+            .len()
+    });
+    // The copy handed to rss is made before its clock starts (feed-rs reads a borrowed
+    // slice).
+    let mut ours = Duration::MAX;
+    for _ in 0..5 {
+        let input = body.to_vec();
+        let t = Instant::now();
+        let n = rss::internals::parse_held(input, Some("application/rss+xml")).expect("parses");
+        ours = ours.min(t.elapsed());
+        assert_eq!(n, 10_000);
+    }
+    // The same parse with each item dropped once read (how `rss fetch` streams them).
+    let mut streamed = Duration::MAX;
+    for _ in 0..5 {
+        let input = body.to_vec();
+        let t = Instant::now();
+        let n = rss::internals::parse_only(input, Some("application/rss+xml")).expect("parses");
+        streamed = streamed.min(t.elapsed());
+        assert_eq!(n, 10_000);
+    }
+    let (anchor_peak, _) = peak_of(|| feed_rs::parser::parse(body).map(|f| f.entries.len()));
+    let input = body.to_vec();
+    let (ours_peak, _) =
+        peak_of(move || rss::internals::parse_held(input, Some("application/rss+xml")));
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "parsing alone, all items held ({} MB): feed-rs 3 (the anchor) {:.0} ms, peak heap {:.1} MB; rss {:.0} ms, peak heap {:.1} MB (its input, moved in, freed as read, not counted)",
+        body.len() / 1_000_000,
+        ms(anchor),
+        anchor_peak as f64 / 1e6,
+        ms(ours),
+        ours_peak as f64 / 1e6
+    );
+    println!(
+        "parsing alone: rss / anchor wall {:.2}x (target <= 0.30x), peak heap {:.2}x (target <= 0.60x)",
+        ours.as_secs_f64() / anchor.as_secs_f64(),
+        ours_peak as f64 / anchor_peak.max(1) as f64
+    );
+    println!(
+        "parsing alone, each item dropped once read: rss {:.0} ms = {:.2}x the anchor",
+        ms(streamed),
+        streamed.as_secs_f64() / anchor.as_secs_f64()
+    );
 }
 
 /// Serves `body` to every request on a loopback port, from a thread; stops after `n`

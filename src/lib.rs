@@ -117,6 +117,12 @@ pub mod internals {
         })
     }
 
+    /// Parses a feed body into its items, all held at once (as a feed library returns
+    /// them: the parse benchmark's side-by-side with feed-rs); how many there are.
+    pub fn parse_held(body: Vec<u8>, content_type: Option<&str>) -> crate::Result<usize> {
+        crate::feed::parse_held(body.into(), content_type).map(|f| f.items.len())
+    }
+
     /// A page's body read as an article (the extraction benchmark's `rss article` columns):
     /// its content as rendered, or the error (whose `code()` the benchmark reports).
     pub fn article_content(

@@ -254,6 +254,17 @@ pub(super) enum Command {
         #[arg(long, value_enum)]
         format: Option<HostsFormat>,
     },
+    /// Show the feeds that answered a permanent redirect (301, 308) and those remembered as
+    /// moved (after 3 in a row: fetched from the new address, with a FEED_MOVED warning), or
+    /// forget them.
+    #[command(after_help = "Examples:
+  rss moved
+  rss moved forget https://old.example.com/feed.xml
+  rss moved forget")]
+    Moved {
+        #[command(subcommand)]
+        action: Option<MovedAction>,
+    },
     /// Show where the config file is looked for, or check it and print its rules (every
     /// secret as ***).
     #[command(after_help = "Examples:
@@ -412,6 +423,16 @@ pub(super) enum HostsAction {
 }
 
 #[derive(Debug, Subcommand)]
+pub(super) enum MovedAction {
+    /// Forget what is kept of FEED (its address as fetched), or of every feed: the old
+    /// address is asked again.
+    Forget {
+        /// The feed; every feed when absent.
+        feed: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub(super) enum ConfigAction {
     /// Print where the config file is looked for.
     Path,
@@ -503,7 +524,11 @@ pub(super) struct FetchArgs {
     /// Also read each returned item's page as an article (attached as `article`).
     #[arg(long)]
     pub(super) articles: bool,
-    /// With --articles: honour each page host's robots.txt.
+    /// Also read each returned podcast episode's transcript (`podcast:transcript`: SRT,
+    /// WebVTT, JSON or HTML) as plain text, attached as `transcript`.
+    #[arg(long)]
+    pub(super) transcripts: bool,
+    /// With --articles or --transcripts: honour each page host's robots.txt.
     #[arg(long)]
     pub(super) respect_robots: bool,
     /// Deliver the items to reader NAME: the output carries a delivery token that `rss ack`

@@ -59,9 +59,9 @@ fn fetch_options(
             "--reader with --format ndjson needs --ndjson-records: the delivery token is in the summary record",
         ));
     }
-    if args.respect_robots && !args.articles {
+    if args.respect_robots && !args.articles && !args.transcripts {
         return Err(Error::usage(
-            "--respect-robots applies to the pages --articles reads; give --articles too",
+            "--respect-robots applies to the pages --articles and --transcripts read; give one of them too",
         ));
     }
     let request = FetchRequest {
@@ -72,6 +72,7 @@ fn fetch_options(
         content: args.content,
         max_content_chars: args.max_content_chars,
         articles: args.articles,
+        transcripts: args.transcripts,
         respect_robots: args.respect_robots || robots_by_default,
         reader: args.reader.clone(),
         unseen: args.unseen,
@@ -283,6 +284,16 @@ pub(super) async fn fetch(
         && std::io::stderr().is_terminal()
     {
         eprintln!("rss: acknowledge these items with: {cmd}");
+    }
+    // Plain NDJSON lines are items only: a feed that moved is told on stderr.
+    if args.format == Format::Ndjson && !args.ndjson_records && !quiet {
+        for w in out
+            .warnings
+            .iter()
+            .filter(|w| w.code == crate::model::WarningCode::FeedMoved)
+        {
+            eprintln!("rss: {}: {}", w.code, w.message);
+        }
     }
     // The process ends next: freeing every item one by one (~15 ms for 10,000) would only
     // delay the exit.

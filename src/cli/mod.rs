@@ -25,7 +25,8 @@ use crate::ops::{self, Context, ShowOptions};
 use crate::output::{self, SchemaKind};
 use crate::settings::Settings;
 use args::{
-    CacheAction, Cli, Command, ConfigAction, ErrorFormat, GlobalArgs, HostsAction, ReadersAction,
+    CacheAction, Cli, Command, ConfigAction, ErrorFormat, GlobalArgs, HostsAction, MovedAction,
+    ReadersAction,
 };
 
 /// Runs the CLI and returns the process exit code; the only place errors become codes.
@@ -362,6 +363,24 @@ async fn run(cli: Cli, config: Config, settings: Settings) -> Result<u8> {
                     // The feed as a fetch names it (a URL in its normal form).
                     let feed = feed.map(|f| error::echo(&crate::inputs::classify(&f).feed_url));
                     let out = ops::readers_forget(&ctx, &reader, feed.as_deref()).await?;
+                    emit(|w| output::write_json(w, &out, false))
+                }
+            }
+        }
+        Command::Moved { action } => {
+            let ctx = Context::with_settings(config, settings);
+            match action {
+                None => {
+                    let out = ops::moved_list(&ctx).await?;
+                    emit(|w| output::write_json(w, &out, pretty))
+                }
+                Some(MovedAction::Forget { feed }) => {
+                    // The feed as a fetch names it (a URL in its normal form).
+                    let feed = feed.map(|f| match crate::inputs::classify(&f).source {
+                        crate::inputs::Source::Http(u) => u.to_string(),
+                        _ => f,
+                    });
+                    let out = ops::moved_forget(&ctx, feed.as_deref()).await?;
                     emit(|w| output::write_json(w, &out, false))
                 }
             }

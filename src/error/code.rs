@@ -39,6 +39,12 @@ pub enum ErrorCode {
         message = "the origin answered with an error status (details.http_status); a 403 is a block, not a window"
     )]
     FeedFetchFailed,
+    /// The origin says the feed is gone for good (`410 Gone`).
+    #[strum(
+        serialize = "FEED_GONE",
+        message = "the publisher says the feed is gone for good (HTTP 410): take it off the list; asking again will not bring it back"
+    )]
+    FeedGone,
     /// The body is not a readable feed.
     #[strum(
         serialize = "FEED_PARSE_FAILED",

@@ -390,6 +390,7 @@ impl Error {
             Error::Network { .. } | Error::Redirect { .. } | Error::SlotHeld { .. } => {
                 ErrorCode::Network
             }
+            Error::HttpStatus { status: 410, .. } => ErrorCode::FeedGone,
             Error::HttpStatus { .. } => ErrorCode::FeedFetchFailed,
             Error::RateLimited { .. } => ErrorCode::RateLimited,
             Error::Parse { .. } | Error::HtmlPage { .. } => ErrorCode::FeedParseFailed,
@@ -522,7 +523,10 @@ impl Error {
     /// HTTP error status is a page's (`PAGE_FETCH_FAILED`), not a feed's.
     pub fn to_page_object(&self, url: Option<&str>) -> crate::model::PageError {
         let mut obj: crate::model::PageError = self.to_object(url).into();
-        if self.code() == ErrorCode::FeedFetchFailed {
+        if matches!(
+            self.code(),
+            ErrorCode::FeedFetchFailed | ErrorCode::FeedGone
+        ) {
             obj.code = ErrorCode::PageFetchFailed.as_str().to_owned();
         }
         obj

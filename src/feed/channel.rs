@@ -6,10 +6,10 @@ use url::Url;
 use super::RawFeed;
 use super::constructs::{
     RSSISH, category, first_date, is_alternate, is_atomish, person, person_name, plain,
-    push_unique, set_once, text_construct,
+    push_unique, set_once, text_construct, without_controls,
 };
 use super::xml::{Element, Ns};
-use crate::model::{FreshBy, WarningCode};
+use crate::model::FreshBy;
 use crate::text::{collapse_ws, non_empty};
 use crate::urls::resolve;
 
@@ -29,9 +29,13 @@ pub(super) fn site_link(parent: &Element, atom_mode: bool) -> Option<Url> {
     })
 }
 
+/// A language tag as BCP 47 writes it (`en_US` is `en-US`).
+fn language(tag: &str) -> Option<String> {
+    non_empty(tag.trim().replace('_', "-"))
+}
+
 pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: &mut RawFeed) {
     let base = ch.base.as_deref();
-    let mut skipped = Vec::new();
     let mut updated: [Option<String>; 3] = Default::default();
     let mut author_fallback = None;
     let mut description_fallback = None;
@@ -48,9 +52,9 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
         if category(c, atomish, rssish, &mut feed.categories) {
             continue;
         }
-        match (c.ns, c.name.to_ascii_lowercase().as_str()) {
+        match (c.ns, &*c.lname) {
             (_, "title") if (atomish || rssish) && feed.title.is_none() => {
-                feed.title = plain(text_construct(c, atomish, &mut skipped));
+                feed.title = plain(text_construct(c, atomish));
             }
             (Ns::Dc, "title") if feed.title.is_none() => {
                 feed.title = non_empty(collapse_ws(&c.text()))
@@ -64,13 +68,14 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
                     feed.site_url = resolve(&c.text(), c.base.as_deref());
                 }
             }
-            (_, "description") if rssish => {
-                feed.description = plain(text_construct(c, false, &mut skipped))
-            }
+            (_, "description") if rssish => feed.description = plain(text_construct(c, false)),
             (_, "subtitle") | (_, "tagline") if atomish => {
-                feed.description = plain(text_construct(c, true, &mut skipped));
+                feed.description = plain(text_construct(c, true));
             }
-            (Ns::Itunes, "summary") | (Ns::Itunes, "subtitle") | (Ns::Dc, "description") => {
+            (Ns::Itunes, "summary")
+            | (Ns::Itunes, "subtitle")
+            | (Ns::Dc, "description")
+            | (Ns::None, "abstract") => {
                 description_fallback = non_empty(collapse_ws(&c.text()));
             }
             (_, "updated") | (_, "modified") if atomish => set_once(&mut updated[0], c.text()),
@@ -79,7 +84,8 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
             (Ns::Dc, "date") | (Ns::Dcterms, "modified") | (Ns::Dcterms, "issued") => {
                 set_once(&mut updated[2], c.text())
             }
-            (_, "author") if atomish => push_unique(&mut feed.authors, person(c)),
+            (_, "author") if atomish || rssish => push_unique(&mut feed.authors, person(c)),
+            (_, "updated") if rssish => set_once(&mut updated[2], c.text()),
             (_, "managingeditor") if rssish => {
                 push_unique(&mut feed.authors, person_name(&c.text()))
             }
@@ -105,8 +111,14 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
             }
             (_, "skiphours") if rssish => feed.skip_hours = skipped_in(c, "hour", hour_of),
             (_, "skipdays") if rssish => feed.skip_days = skipped_in(c, "day", day_of),
-            (_, "language") if rssish => feed.language = non_empty(c.text()),
-            (Ns::Dc, "language") if feed.language.is_none() => feed.language = non_empty(c.text()),
+            (_, "language") if rssish => feed.language = language(&c.text()),
+            (Ns::Dc, "language") if feed.language.is_none() => feed.language = language(&c.text()),
+            // Comma-separated words the podcast is found by.
+            (Ns::Itunes, "keywords") => {
+                for k in c.text().split(',') {
+                    push_unique(&mut feed.categories, non_empty(collapse_ws(k)));
+                }
+            }
             (_, "icon") if atomish => feed.icon = resolve(&c.text(), base),
             (_, "logo") if atomish => logo = resolve(&c.text(), base),
             (_, "image") if rssish => {
@@ -119,10 +131,26 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
                     image_url = url.and_then(|u| resolve(&u, base));
                 }
             }
-            (Ns::Itunes, "image") => itunes_image = c.attr("href").and_then(|h| resolve(h, base)),
+            (Ns::Itunes, "image") => {
+                itunes_image = c
+                    .attr("href")
+                    .or_else(|| c.attr("url"))
+                    .and_then(|h| resolve(h, base))
+            }
+            // iTunes' older way to name the artwork: `<itunes:link rel="image" href=…>`.
+            (Ns::Itunes, "link")
+                if itunes_image.is_none()
+                    && c.attr("rel")
+                        .is_some_and(|r| r.trim().eq_ignore_ascii_case("image")) =>
+            {
+                itunes_image = c.attr("href").and_then(|h| resolve(h, base));
+            }
             _ => {}
         }
     }
+    feed.title = without_controls(feed.title.take());
+    let site = feed.site_url.as_deref().and_then(|u| Url::parse(u).ok());
+    feed.podcast = super::podcast::show(ch, base.or(site.as_ref()));
     let from_sy = sy_period
         .map(|p: u64| p / sy_frequency.unwrap_or(1))
         .filter(|s| *s > 0);
@@ -137,16 +165,20 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
     if feed.authors.is_empty() {
         push_unique(&mut feed.authors, author_fallback);
     }
+    // A CDF channel's address and date are its attributes (`<CHANNEL HREF=… LASTMOD=…>`).
+    if feed.site_url.is_none() {
+        feed.site_url = ch.attr("href").and_then(|h| resolve(h, base));
+    }
+    if let Some(m) = ch.attr("lastmod") {
+        set_once(&mut updated[2], m.to_owned());
+    }
     feed.updated = first_date(&updated);
     feed.icon = feed.icon.take().or(image_url).or(logo).or(itunes_image);
     if feed.language.is_none() {
         feed.language = ch
             .attr_ns(Ns::Xml, "lang")
             .or_else(|| root.attr_ns(Ns::Xml, "lang"))
-            .and_then(non_empty);
-    }
-    for s in skipped.into_iter().take(3) {
-        feed.warnings.push((WarningCode::ElementSkipped, s));
+            .and_then(language);
     }
 }
 

@@ -213,6 +213,8 @@ pub(super) fn render_one(
         comments: raw.comments,
         source: raw.source,
         duration_seconds: raw.duration_seconds,
+        podcast: raw.podcast,
+        transcript: None,
     };
     (item, fell_back)
 }

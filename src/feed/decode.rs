@@ -9,6 +9,8 @@ use std::io::{self, BufRead, Read};
 
 use encoding_rs::{Decoder, Encoding, UTF_8, WINDOWS_1252};
 
+use super::codepages::{self, Charset, Legacy, LegacyDecoder};
+
 use crate::payload::{Payload, PayloadReader};
 
 /// The charset parameter of a `Content-Type` header.
@@ -22,10 +24,10 @@ pub(crate) fn header_charset(content_type: &str) -> Option<&str> {
 }
 
 /// The `encoding="…"` of an XML declaration at the start of `bytes`.
-fn declared_encoding(bytes: &[u8]) -> Option<&'static Encoding> {
+fn declared_encoding(bytes: &[u8]) -> Option<Charset> {
     let head = &bytes[..bytes.len().min(256)];
     if !head.starts_with(b"<?xml") {
-        return html_meta_charset(&bytes[..bytes.len().min(1024)]);
+        return html_meta_charset(&bytes[..bytes.len().min(1024)]).map(Charset::Web);
     }
     let end = head.iter().position(|&b| b == b'>')?;
     let decl = std::str::from_utf8(&head[..end]).ok()?;
@@ -33,7 +35,7 @@ fn declared_encoding(bytes: &[u8]) -> Option<&'static Encoding> {
     let rest = decl[at + 8..].trim_start().strip_prefix('=')?.trim_start();
     let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
     let value = rest[1..].split(quote).next()?;
-    Encoding::for_label(value.trim().as_bytes())
+    codepages::charset(value)
 }
 
 /// The charset an HTML page declares in its first 1,024 bytes, as browsers prescan it:
@@ -162,6 +164,8 @@ enum Plan {
     Utf8With1252,
     /// Another encoding.
     Decode(&'static Encoding),
+    /// One `encoding_rs` does not have (UTF-32, a DOS code page, EBCDIC).
+    Legacy(Legacy),
 }
 
 /// The plan for `body`, after `skip` bytes of BOM. The order is BOM, then the HTTP charset,
@@ -171,6 +175,17 @@ enum Plan {
 /// UTF-8 is wrong so often that UTF-8 wins.
 fn plan(body: &Payload, content_type: Option<&str>) -> (Plan, usize) {
     let head = body.head(1024);
+    // What only XML's reading of the first bytes shows (UTF-32, UTF-16 without a BOM,
+    // EBCDIC) is certain: no ASCII-compatible body starts so.
+    if let Some((found, bom_len)) = codepages::sniff(&head) {
+        return (
+            match found {
+                Charset::Web(enc) => Plan::Decode(enc),
+                Charset::Legacy(l) => Plan::Legacy(l),
+            },
+            bom_len,
+        );
+    }
     if let Some((enc, bom_len)) = Encoding::for_bom(&head) {
         return (
             if enc == UTF_8 {
@@ -183,20 +198,23 @@ fn plan(body: &Payload, content_type: Option<&str>) -> (Plan, usize) {
     }
     let from_header = content_type
         .and_then(header_charset)
-        .and_then(|c| Encoding::for_label(c.as_bytes()));
+        .and_then(codepages::charset);
     let declared = from_header.or_else(|| declared_encoding(&head));
     let census = || utf8_census(body);
     let plan = match declared {
-        Some(enc) if enc == UTF_8 => match census() {
+        Some(Charset::Web(enc)) if enc == UTF_8 => match census() {
             (_, 0) => Plan::Utf8,
             _ => Plan::Utf8With1252,
         },
         // Bytes that are valid, non-ASCII UTF-8 are UTF-8, whatever the label says: text in
         // a legacy encoding practically never is (its high bytes do not form UTF-8
         // sequences), while a page converted to UTF-8 often keeps its old label.
-        Some(enc) => match census() {
+        Some(named) => match census() {
             (valid, 0) if valid > 0 => Plan::Utf8,
-            _ => Plan::Decode(enc.output_encoding()),
+            _ => match named {
+                Charset::Web(enc) => Plan::Decode(enc.output_encoding()),
+                Charset::Legacy(l) => Plan::Legacy(l),
+            },
         },
         None => match census() {
             (_, 0) => Plan::Utf8,
@@ -214,11 +232,12 @@ pub(crate) fn reader(body: Payload, content_type: Option<&str>) -> Box<dyn BufRe
     input.consume(skip);
     match plan {
         Plan::Utf8 => Box::new(input),
-        Plan::Utf8With1252 => Box::new(Transcoder::new(input, None)),
+        Plan::Utf8With1252 => Box::new(Transcoder::new(input, Via::Utf8With1252)),
         Plan::Decode(enc) => Box::new(Transcoder::new(
             input,
-            Some(enc.new_decoder_without_bom_handling()),
+            Via::Web(enc.new_decoder_without_bom_handling()),
         )),
+        Plan::Legacy(l) => Box::new(Transcoder::new(input, Via::Legacy(LegacyDecoder::new(l)))),
     }
 }
 
@@ -237,11 +256,21 @@ pub(crate) fn to_utf8(body: Payload, content_type: Option<&str>) -> String {
 /// Input read per step of a [`Transcoder`].
 const STEP: usize = 64 * 1024;
 
-/// Turns bytes into UTF-8 a step at a time: with an `encoding_rs` decoder, or as UTF-8 with
-/// stray bytes read as Windows-1252.
+/// How a [`Transcoder`] decodes.
+enum Via {
+    /// UTF-8 with stray bytes read as Windows-1252.
+    Utf8With1252,
+    /// An `encoding_rs` decoder.
+    Web(Decoder),
+    /// One of ours.
+    Legacy(LegacyDecoder),
+}
+
+/// Turns bytes into UTF-8 a step at a time: with an `encoding_rs` decoder or one of ours, or
+/// as UTF-8 with stray bytes read as Windows-1252.
 struct Transcoder {
     input: PayloadReader,
-    decoder: Option<Decoder>,
+    decoder: Via,
     /// Bytes of an incomplete UTF-8 sequence waiting for the next step.
     carry: Vec<u8>,
     out: Vec<u8>,
@@ -250,7 +279,7 @@ struct Transcoder {
 }
 
 impl Transcoder {
-    fn new(input: PayloadReader, decoder: Option<Decoder>) -> Transcoder {
+    fn new(input: PayloadReader, decoder: Via) -> Transcoder {
         Transcoder {
             input,
             decoder,
@@ -271,7 +300,8 @@ impl Transcoder {
         src.extend_from_slice(&chunk[..take]);
         self.input.consume(take);
         match &mut self.decoder {
-            Some(d) => {
+            Via::Legacy(d) => d.decode(&src, last, &mut self.out),
+            Via::Web(d) => {
                 let cap = d
                     .max_utf8_buffer_length(src.len())
                     .unwrap_or(src.len() * 3 + 16);
@@ -279,7 +309,7 @@ impl Transcoder {
                 let (_, _, written, _) = d.decode_to_utf8(&src, &mut self.out, last);
                 self.out.truncate(written);
             }
-            None => self.utf8_with_1252(&src, last),
+            Via::Utf8With1252 => self.utf8_with_1252(&src, last),
         }
         self.done = last;
         Ok(())

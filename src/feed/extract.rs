@@ -6,7 +6,8 @@ use url::Url;
 use super::channel::{channel_meta, site_link};
 use super::constructs::{
     Dates, RSSISH, category, enclosure, first_date, is_alternate, is_atomish, link_rel, person,
-    person_name, plain, push_enclosure, push_unique, set_once, text_construct,
+    person_name, plain, push_enclosure, push_unique, set_once, text_construct, text_construct_take,
+    without_controls,
 };
 use super::xml::{self, Element, Node, Ns};
 use super::{Body, MAX_ITEMS, RawFeed, RawItem, items_capped_message};
@@ -21,40 +22,55 @@ pub(super) fn parse_xml(
     sink: &mut dyn FnMut(RawItem),
 ) -> Result<RawFeed> {
     let mut handed = 0usize;
-    let mut skipped: Vec<String> = Vec::new();
     let mut beyond_cap = 0usize;
     let mut empty_items = 0usize;
     // A local file has no request URL: its items resolve against the site's address,
     // the channel's link read before them.
     let mut site: Option<Option<Url>> = None;
-    let doc = xml::parse(text, base, &mut |el, cx| {
+    // A document that is one Atom `<entry>` (RFC 4287 §4.1.2 allows it): a one-entry feed.
+    let mut root_entry = false;
+    let doc = xml::parse(text, base, &mut |mut el, cx| {
         if handed + empty_items >= MAX_ITEMS {
             beyond_cap += 1;
             return;
         }
-        let atom_mode = cx.root.eq_ignore_ascii_case("feed");
+        let top = cx.parent.is_none() && cx.root.is_empty();
+        root_entry = top && el.name.eq_ignore_ascii_case("entry");
+        let atom_mode = cx.root.eq_ignore_ascii_case("feed") || root_entry;
         // Only an item element with nothing in it at all (no text, no attribute, no child
         // that has either) is not an item: anything else is the publisher's item.
         if !carries_data(&el) {
             empty_items += 1;
             return;
         }
-        let mut it = item(&el, atom_mode, &mut skipped);
+        let mut it = item(&mut el, atom_mode);
         if base.is_none() {
             let site = site.get_or_insert_with(|| cx.parent.and_then(|p| site_link(p, atom_mode)));
             if let Some(site) = site {
                 rebase(&mut it, site);
             }
         }
+        // Podcast links resolve like the item's own (against the site for a local file).
+        it.podcast = super::podcast::episode(&el, it.base.as_ref());
         handed += 1;
         sink(it);
     });
-    let Some(root) = doc.root else {
+    let root = doc.root.or_else(|| {
+        root_entry.then(|| Element {
+            ns: Ns::Atom,
+            name: "feed".into(),
+            lname: "feed".into(),
+            attrs: Vec::new(),
+            children: Vec::new(),
+            base: None,
+        })
+    });
+    let Some(root) = root else {
         return Err(Error::parse(
             "no XML element could be read, so this is not a feed",
         ));
     };
-    let root_lower = root.name.to_ascii_lowercase();
+    let root_lower = root.lname.to_string();
     let atom_mode = root_lower == "feed";
     if root_lower == "html" {
         return Err(Error::HtmlPage { content_type: None });
@@ -107,14 +123,34 @@ pub(super) fn parse_xml(
         }
         feed.warnings.push((WarningCode::FeedRepaired, msg));
     }
-    for s in skipped.into_iter().take(5) {
-        feed.warnings.push((WarningCode::ElementSkipped, s));
-    }
     if beyond_cap > 0 {
         feed.warnings
             .push((WarningCode::ItemsCapped, items_capped_message(beyond_cap)));
     }
     Ok(feed)
+}
+
+/// `s` trimmed, kept as it is when it needs no trimming; `None` when empty.
+fn owned_non_empty(s: String) -> Option<String> {
+    let t = s.trim();
+    if t.is_empty() {
+        None
+    } else if t.len() == s.len() {
+        Some(s)
+    } else {
+        Some(t.to_owned())
+    }
+}
+
+/// Whether `s` starts with a URL scheme (`http:`, `mailto:`, …).
+fn has_scheme(s: &str) -> bool {
+    let Some((scheme, _)) = s.split_once(':') else {
+        return false;
+    };
+    scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
 /// Items of a local file have no request URL: resolve what is relative against the site.
@@ -123,7 +159,9 @@ fn rebase(it: &mut RawItem, site: &Url) {
         return;
     }
     let fix = |s: &mut String| {
-        if Url::parse(s).is_err()
+        // An address with a scheme stays as it is (joining it gives it back or fails too).
+        if !has_scheme(s)
+            && Url::parse(s).is_err()
             && let Ok(u) = site.join(s)
         {
             *s = u.into();
@@ -196,7 +234,7 @@ fn duration(s: &str) -> Option<u64> {
     Some(total)
 }
 
-fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
+fn item(el: &mut Element, atom_mode: bool) -> RawItem {
     let base = el.base.as_deref();
     let mut it = RawItem {
         base: base.cloned(),
@@ -209,22 +247,29 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
     let mut alternate: Option<(bool, String)> = None;
     let mut permalink_guid = None;
     let mut summary_fallback = None;
+    let mut dc_description = None;
+    let mut rss_summary = None;
     let mut author_fallback = None;
     if let Some(about) = el.attr_ns(Ns::Rdf, "about") {
         it.guid = non_empty(about);
     }
     let mut media: Vec<&Element> = Vec::new();
     let mut content_base = None;
-    for c in el.elements() {
+    // Children mutably: a body is moved out of the tree, not copied (`text_construct_take`).
+    let children = el.children.iter_mut().filter_map(|n| match n {
+        Node::Elem(e) => Some(e),
+        Node::Text(_) => None,
+    });
+    for c in children {
         let atomish = is_atomish(c, atom_mode);
         let rssish = RSSISH.contains(&c.ns) && !atomish;
         if category(c, atomish, rssish, &mut it.categories) {
             continue;
         }
-        let name = c.name.to_ascii_lowercase();
-        match (c.ns, name.as_str()) {
+        let name = &*c.lname;
+        match (c.ns, name) {
             (_, "title") if (atomish || rssish) && title.is_none() => {
-                title = plain(text_construct(c, atomish, skipped));
+                title = plain(text_construct_take(c, atomish));
             }
             (Ns::Dc, "title") | (Ns::Media, "title") if title_fallback.is_none() => {
                 title_fallback = non_empty(collapse_ws(&c.text()));
@@ -256,69 +301,83 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
                         _ => {}
                     }
                 } else if rss_link.is_none() {
-                    rss_link = resolve(&c.text(), c.base.as_deref());
+                    rss_link = resolve(&c.take_text(), c.base.as_deref());
                 }
             }
             (_, "guid") if rssish => {
-                let g = non_empty(c.text());
+                let g = owned_non_empty(c.take_text());
                 let permalink = !c
                     .attr("isPermaLink")
                     .is_some_and(|v| v.trim().eq_ignore_ascii_case("false"));
                 // A permalink guid is the item's address: resolved like any link, kept when
                 // it is a web address.
                 if permalink && let Some(g) = &g {
-                    permalink_guid = resolve(g, c.base.as_deref()).filter(|u| {
-                        let u = u.to_ascii_lowercase();
-                        u.starts_with("http://")
-                            || u.starts_with("https://")
-                            || Url::parse(&u).is_err()
-                    });
+                    // Resolved only when the item has no link to be its address.
+                    permalink_guid = Some((g.clone(), c.base.clone()));
                 }
                 if g.is_some() {
                     it.guid = g;
                 }
             }
             (_, "comments") if rssish && it.comments.is_none() => {
-                it.comments = resolve(c.text().trim(), c.base.as_deref())
+                it.comments = resolve(c.take_text().trim(), c.base.as_deref())
             }
             (_, "source") if (rssish || atomish) && it.source.is_none() => {
                 it.source = source(c, atomish);
             }
-            (Ns::Itunes, "duration") => it.duration_seconds = duration(&c.text()),
-            (_, "id") if atomish => it.guid = non_empty(c.text()).or(it.guid.take()),
+            (Ns::Itunes, "duration") => it.duration_seconds = duration(&c.take_text()),
+            (_, "id") if atomish => it.guid = owned_non_empty(c.take_text()).or(it.guid.take()),
+            // Atom's names in an RSS item (no namespace): what they mean in Atom, after the
+            // item's own RSS elements.
+            (_, "id") if rssish && it.guid.is_none() => it.guid = owned_non_empty(c.take_text()),
             (_, "author") if atomish || rssish => push_unique(&mut it.authors, person(c)),
             (Ns::Dc, "creator") | (Ns::Dc, "author") => {
-                push_unique(&mut it.authors, person_name(&c.text()))
+                push_unique(&mut it.authors, person_name(&c.take_text()))
             }
-            (Ns::Itunes, "author") => author_fallback = person_name(&c.text()),
-            (_, "pubdate") if rssish => set_once(&mut dates.published[0], c.text()),
-            (_, "published") | (_, "issued") if atomish => {
-                set_once(&mut dates.published[1], c.text())
-            }
-            (Ns::Dc, "date") => set_once(&mut dates.published[2], c.text()),
+            (Ns::Itunes, "author") => author_fallback = person_name(&c.take_text()),
+            (_, "pubdate") if rssish => set_once(&mut dates.published[0], c.take_text()),
+            (_, "published") if atomish => set_once(&mut dates.published[1], c.take_text()),
+            (_, "issued") if atomish => set_once(&mut dates.published[2], c.take_text()),
+            (Ns::Dc, "date") => set_once(&mut dates.published[3], c.take_text()),
             (Ns::Dcterms, "issued") | (Ns::Dcterms, "created") => {
-                set_once(&mut dates.published[3], c.text())
+                set_once(&mut dates.published[4], c.take_text())
             }
+            // Atom 0.3's date of creation, when the entry says neither when it was issued
+            // nor published.
+            (_, "created") if atomish => set_once(&mut dates.published[4], c.take_text()),
+            (_, "published") if rssish => set_once(&mut dates.published[5], c.take_text()),
             (_, "updated") | (_, "modified") if atomish => {
-                set_once(&mut dates.updated[0], c.text())
+                set_once(&mut dates.updated[0], c.take_text())
             }
-            (Ns::Dcterms, "modified") => set_once(&mut dates.updated[1], c.text()),
+            (Ns::Dcterms, "modified") => set_once(&mut dates.updated[1], c.take_text()),
+            (_, "updated") if rssish => set_once(&mut dates.updated[2], c.take_text()),
             (_, "description") if rssish && it.summary.is_none() => {
-                it.summary = text_construct(c, false, skipped);
+                it.summary = text_construct_take(c, false);
             }
             (_, "summary") if atomish && it.summary.is_none() => {
-                it.summary = text_construct(c, true, skipped);
+                it.summary = text_construct(c, true);
+            }
+            (_, "summary") | (_, "abstract") if rssish && rss_summary.is_none() => {
+                rss_summary = text_construct(c, true);
+            }
+            (Ns::Dc, "description") if dc_description.is_none() => {
+                dc_description = text_construct(c, false);
             }
             (Ns::Content, "encoded") if it.content.is_none() => {
-                it.content = text_construct(c, false, skipped);
+                it.content = text_construct_take(c, false);
                 content_base = c.base.as_deref().cloned();
             }
             (_, "content") if atomish && it.content.is_none() && c.attr("src").is_none() => {
-                it.content = text_construct(c, true, skipped);
+                it.content = text_construct_take(c, true);
                 content_base = c.base.as_deref().cloned();
             }
             (Ns::Xhtml, "body") | (Ns::Xhtml, "div") if it.content.is_none() => {
                 it.content = Some(Body::Html(c.inner_markup())).filter(|b| !b.is_blank());
+            }
+            // The full item as HTML (`<body>`, Userland's `<fullitem>`).
+            (_, "body") | (_, "fullitem") if rssish && it.content.is_none() => {
+                it.content = text_construct(c, false);
+                content_base = c.base.as_deref().cloned();
             }
             (_, "enclosure") if rssish => push_enclosure(
                 &mut it.enclosures,
@@ -333,7 +392,7 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
             (Ns::Media, "description") | (Ns::Itunes, "summary") | (Ns::Itunes, "subtitle")
                 if summary_fallback.is_none() =>
             {
-                summary_fallback = text_construct(c, c.ns == Ns::Itunes, skipped);
+                summary_fallback = text_construct(c, c.ns == Ns::Itunes);
             }
             _ => {}
         }
@@ -348,7 +407,7 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
             if c.ns != Ns::Media {
                 continue;
             }
-            match c.name.to_ascii_lowercase().as_str() {
+            match &*c.lname {
                 "content" => push_enclosure(
                     &mut it.enclosures,
                     enclosure(
@@ -362,7 +421,7 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
                     title_fallback = non_empty(collapse_ws(&c.text()))
                 }
                 "description" if summary_fallback.is_none() => {
-                    summary_fallback = text_construct(c, true, skipped);
+                    summary_fallback = text_construct(c, true);
                 }
                 _ => {}
             }
@@ -372,12 +431,27 @@ fn item(el: &Element, atom_mode: bool, skipped: &mut Vec<String>) -> RawItem {
     if it.content.is_some() && content_base.is_some() {
         it.base = content_base;
     }
-    it.title = title.or(title_fallback);
-    it.url = alternate.map(|(_, h)| h).or(rss_link).or(permalink_guid);
+    it.title = without_controls(title.or(title_fallback));
+    // A CDF item's address and date are its attributes (`<ITEM HREF=… LASTMOD=…>`).
+    let cdf_href = el.attr("href").and_then(|h| resolve(h, base));
+    it.url = alternate
+        .map(|(_, h)| h)
+        .or(rss_link)
+        .or(cdf_href)
+        .or_else(|| {
+            let (g, base) = permalink_guid?;
+            resolve(&g, base.as_deref()).filter(|u| {
+                let u = u.to_ascii_lowercase();
+                u.starts_with("http://") || u.starts_with("https://") || Url::parse(&u).is_err()
+            })
+        });
+    if let Some(m) = el.attr("lastmod") {
+        set_once(&mut dates.updated[2], m.to_owned());
+    }
     it.published = first_date(&dates.published);
     it.updated = first_date(&dates.updated);
     if it.summary.is_none() {
-        it.summary = summary_fallback;
+        it.summary = dc_description.or(rss_summary).or(summary_fallback);
     }
     if it.authors.is_empty() {
         push_unique(&mut it.authors, author_fallback);

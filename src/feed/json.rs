@@ -65,7 +65,9 @@ pub(super) fn parse(text: &str, base: Option<&Url>) -> Result<RawFeed> {
     }
     let mut feed = RawFeed {
         format: "json",
-        title: str_field(&root, "title").map(|t| collapse_ws(&t)),
+        title: super::constructs::without_controls(
+            str_field(&root, "title").map(|t| collapse_ws(&t)),
+        ),
         site_url: url_field(&root, "home_page_url", base),
         description: str_field(&root, "description").map(|t| collapse_ws(&t)),
         language: str_field(&root, "language"),
@@ -148,7 +150,9 @@ fn item(obj: &Map<String, Value>, base: Option<&Url>, feed_authors: &[String]) -
         }
     }
     RawItem {
-        title: str_field(obj, "title").map(|t| collapse_ws(&t)),
+        title: super::constructs::without_controls(
+            str_field(obj, "title").map(|t| collapse_ws(&t)),
+        ),
         url: url_field(obj, "url", base).or_else(|| url_field(obj, "external_url", base)),
         guid: str_field(obj, "id"),
         authors,
@@ -161,6 +165,7 @@ fn item(obj: &Map<String, Value>, base: Option<&Url>, feed_authors: &[String]) -
         comments: None,
         source: None,
         duration_seconds: None,
+        podcast: None,
         base: base.cloned(),
     }
 }

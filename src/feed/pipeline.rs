@@ -86,6 +86,7 @@ pub fn process(
             authors: raw.authors,
             categories: raw.categories,
             declared_ttl_seconds: raw.ttl_seconds,
+            podcast: raw.podcast,
             skip_hours: raw.skip_hours,
             skip_days: raw
                 .skip_days

@@ -28,6 +28,8 @@ pub(crate) enum Ns {
     Media,
     /// iTunes podcast tags.
     Itunes,
+    /// Podcasting 2.0 (`podcast:transcript`, …).
+    Podcast,
     /// The RSS 1.0 syndication module (`sy:updatePeriod`, `sy:updateFrequency`).
     Sy,
     /// XHTML (inline Atom content).
@@ -62,6 +64,8 @@ impl Ns {
             "purl.org/dc/terms" => Ns::Dcterms,
             "search.yahoo.com/mrss" | "video.search.yahoo.com/mrss" => Ns::Media,
             "www.itunes.com/dtds/podcast-1.0.dtd" => Ns::Itunes,
+            "podcastindex.org/namespace/1.0"
+            | "github.com/podcastindex-org/podcast-namespace/blob/main/docs/1.0.md" => Ns::Podcast,
             "purl.org/rss/1.0/modules/syndication" => Ns::Sy,
             "www.w3.org/1999/xhtml" => Ns::Xhtml,
             "www.w3.org/xml/1998/namespace" => Ns::Xml,
@@ -80,6 +84,7 @@ impl Ns {
             "dcterms" => Ns::Dcterms,
             "media" => Ns::Media,
             "itunes" => Ns::Itunes,
+            "podcast" => Ns::Podcast,
             "sy" => Ns::Sy,
             "xhtml" | "html" => Ns::Xhtml,
             "xml" => Ns::Xml,
@@ -92,7 +97,8 @@ impl Ns {
 #[derive(Debug, Clone)]
 pub(crate) struct Attr {
     pub ns: Ns,
-    pub name: String,
+    /// The local name (shared by every attribute of that name in a document).
+    pub name: Rc<str>,
     pub value: String,
 }
 
@@ -107,8 +113,10 @@ pub(crate) enum Node {
 #[derive(Debug, Clone)]
 pub(crate) struct Element {
     pub ns: Ns,
-    /// Local name, as written.
-    pub name: String,
+    /// Local name, as written (shared by every element of that name in a document).
+    pub name: Rc<str>,
+    /// The local name lowercased (what names are matched on).
+    pub lname: Rc<str>,
     pub attrs: Vec<Attr>,
     pub children: Vec<Node>,
     /// The effective `xml:base` here (resolved), if any.
@@ -155,6 +163,15 @@ impl Element {
             }
         }
         out
+    }
+
+    /// The element's text, moved out when it is one text child (a body, read once); else a
+    /// copy of all the text below it.
+    pub fn take_text(&mut self) -> String {
+        match self.children.as_mut_slice() {
+            [Node::Text(t)] => std::mem::take(t),
+            _ => self.text(),
+        }
     }
 
     /// Whether any child is an element.
@@ -204,7 +221,7 @@ fn write_node(node: &Node, out: &mut String) {
                 escape_html(&a.value, out);
                 out.push('"');
             }
-            if e.children.is_empty() && crate::html::is_void(&e.name.to_ascii_lowercase()) {
+            if e.children.is_empty() && crate::html::is_void(&e.lname) {
                 out.push_str(" />");
                 return;
             }

@@ -5,6 +5,7 @@
 //! get wrong: undeclared prefixes, HTML entities, bare `&`, mismatched or missing end tags,
 //! a body cut short. What it had to repair is reported as warnings.
 
+use std::collections::HashMap;
 use std::io::BufRead;
 use std::rc::Rc;
 
@@ -30,13 +31,13 @@ pub(crate) struct Document {
 
 /// Whether `el` (just opened) is an item or entry.
 pub(crate) fn is_item(el: &Element) -> bool {
-    el.is(&[Ns::None, Ns::Rss, Ns::Root, Ns::Other], "item")
+    el.is(&[Ns::None, Ns::Rss, Ns::Root, Ns::Other, Ns::Atom], "item")
         || el.is(&[Ns::Atom, Ns::None, Ns::Root], "entry")
 }
 
 struct Frame {
     el: Element,
-    qname: String,
+    qname: Rc<str>,
     ns_mark: usize,
 }
 
@@ -63,7 +64,17 @@ struct Builder<'f> {
     on_item: &'f mut OnItem<'f>,
     repairs: Vec<String>,
     too_deep: usize,
+    /// Names seen so far, each made once: qualified name → (qualified, local, lowercase
+    /// local). A feed repeats a few names thousands of times.
+    names: HashMap<Box<str>, Names>,
 }
+
+/// A name as made once: (qualified, local, lowercase local).
+type Names = (Rc<str>, Rc<str>, Rc<str>);
+
+/// Names interned at most (a hostile document of endless distinct names allocates as
+/// before past it).
+const MAX_NAMES: usize = 4096;
 
 const MAX_DEPTH: usize = 512;
 const MAX_ERRORS: usize = 64;
@@ -97,6 +108,7 @@ pub(crate) fn parse<'f>(
         on_item,
         repairs: Vec::new(),
         too_deep: 0,
+        names: HashMap::new(),
     };
     let mut errors = 0usize;
     let mut truncated = false;
@@ -134,7 +146,7 @@ pub(crate) fn parse<'f>(
         }
     }
     if !b.stack.is_empty() {
-        let open: Vec<&str> = b.stack.iter().map(|f| f.qname.as_str()).collect();
+        let open: Vec<&str> = b.stack.iter().map(|f| &*f.qname).collect();
         let msg = format!(
             "the document ended with elements still open: {}",
             open.join(" > ")
@@ -157,6 +169,23 @@ impl Builder<'_> {
         if self.repairs.len() < 5 && !self.repairs.contains(&msg) {
             self.repairs.push(msg);
         }
+    }
+
+    /// The qualified name, local name and lowercase local name of `qname`, each made once.
+    fn intern(&mut self, qname: &str) -> Names {
+        if let Some(n) = self.names.get(qname) {
+            return n.clone();
+        }
+        let (_, local) = split_qname(qname);
+        let made: Names = (
+            Rc::from(qname),
+            Rc::from(local),
+            Rc::from(local.to_ascii_lowercase().as_str()),
+        );
+        if self.names.len() < MAX_NAMES {
+            self.names.insert(Box::from(qname), made.clone());
+        }
+        made
     }
 
     fn lookup(&self, prefix: &str) -> Ns {
@@ -183,9 +212,9 @@ impl Builder<'_> {
             }
             return;
         }
-        let qname = e.name().into_inner().to_owned();
+        let (qname, name, lname) = self.intern(e.name().into_inner());
         let ns_mark = self.scopes.len();
-        let mut raw_attrs: Vec<(String, String)> = Vec::new();
+        let mut raw_attrs: Vec<(Rc<str>, Rc<str>, String)> = Vec::new();
         let mut attrs_iter = e.html_attributes();
         attrs_iter.with_checks(false);
         for a in attrs_iter.flatten() {
@@ -198,9 +227,10 @@ impl Builder<'_> {
                 self.scopes
                     .push((p.to_owned(), Ns::from_uri(&value), value.clone()));
             }
-            raw_attrs.push((key.to_owned(), value));
+            let (key, local, _) = self.intern(key);
+            raw_attrs.push((key, local, value));
         }
-        let (prefix, local) = split_qname(&qname);
+        let (prefix, _) = split_qname(&qname);
         if self.root.is_none() && self.stack.is_empty() {
             // The root's own namespace, unknown as it may be, is the feed's vocabulary.
             let prefix = prefix.unwrap_or("");
@@ -215,13 +245,13 @@ impl Builder<'_> {
         let ns = self.lookup(prefix.unwrap_or(""));
         let attrs: Vec<Attr> = raw_attrs
             .into_iter()
-            .map(|(key, value)| {
-                let (p, l) = split_qname(&key);
+            .map(|(key, local, value)| {
+                let (p, _) = split_qname(&key);
                 // Unprefixed attributes belong to no namespace.
                 let ns = p.map_or(Ns::None, |p| self.lookup(p));
                 Attr {
                     ns,
-                    name: l.to_owned(),
+                    name: local,
                     value,
                 }
             })
@@ -231,7 +261,7 @@ impl Builder<'_> {
             .last()
             .and_then(|f| f.el.base.clone())
             .or_else(|| self.doc_base.clone());
-        let base = match attrs.iter().find(|a| a.ns == Ns::Xml && a.name == "base") {
+        let base = match attrs.iter().find(|a| a.ns == Ns::Xml && &*a.name == "base") {
             Some(a) => {
                 let joined = match &parent_base {
                     Some(pb) => pb.join(a.value.trim()).ok(),
@@ -243,7 +273,8 @@ impl Builder<'_> {
         };
         let el = Element {
             ns,
-            name: local.to_owned(),
+            name,
+            lname,
             attrs,
             children: Vec::new(),
             base,
@@ -261,7 +292,7 @@ impl Builder<'_> {
         let found = self
             .stack
             .iter()
-            .rposition(|f| f.qname == qname)
+            .rposition(|f| &*f.qname == qname)
             .or_else(|| {
                 self.stack
                     .iter()
@@ -292,7 +323,7 @@ impl Builder<'_> {
         if self.item_at == Some(depth) {
             self.item_at = None;
             let cx = ItemContext {
-                root: self.stack.first().map_or("", |f| f.el.name.as_str()),
+                root: self.stack.first().map_or("", |f| &*f.el.name),
                 parent: self.stack.last().map(|f| &f.el),
             };
             (self.on_item)(frame.el, &cx);

@@ -36,6 +36,9 @@ impl Client {
         let (first, creds) = crate::redact::split_userinfo(&req.url);
         let mut url = first.clone();
         let mut chain: Vec<Url> = vec![url.clone()];
+        // The URL the leading permanent redirects reached, while every hop so far was one.
+        let mut moved_to: Option<Url> = None;
+        let mut all_permanent = true;
         loop {
             // The whole chain to this hop: what led to the request, then its own hops.
             let mut reached = req.led_by.clone();
@@ -74,11 +77,19 @@ impl Client {
             drop(permit);
             let next = match hop {
                 send::Hop::Done(mut resp) => {
+                    resp.moved_to = moved_to;
                     resp.lineage = reached;
                     return Ok(*resp);
                 }
                 // Credentials a server puts in a Location are not ours to send.
-                send::Hop::Redirect(next) => crate::redact::split_userinfo(&next).0,
+                send::Hop::Redirect(next, permanent) => {
+                    let next = crate::redact::split_userinfo(&next).0;
+                    all_permanent &= permanent;
+                    if all_permanent {
+                        moved_to = Some(next.clone());
+                    }
+                    next
+                }
             };
             let looped = chain.contains(&next);
             chain.push(next.clone());

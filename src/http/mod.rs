@@ -114,6 +114,9 @@ pub struct Response {
     /// Whether the request that got it carried credentials (a config rule's auth or
     /// secret header, or the URL's own): its body is private to this user.
     pub credentialed: bool,
+    /// Where the requested URL moved for good: the URL its leading permanent redirects
+    /// (`301`, `308`) led to, when its first answer was one; `None` otherwise.
+    pub moved_to: Option<Url>,
     /// The whole chain that got it: what led to the request, then its hops, `final_url`
     /// last (what the body's links lead to follows it).
     pub lineage: Lineage,

@@ -17,7 +17,8 @@ use crate::payload::Payload;
 
 pub(super) enum Hop {
     Done(Box<Response>),
-    Redirect(Url),
+    /// The next URL, and whether the redirect was permanent (`301`, `308`).
+    Redirect(Url, bool),
 }
 
 pub(super) enum Sent {
@@ -269,7 +270,11 @@ impl Client {
                 source: Some(e),
             })?;
             // Its scheme, address and robots.txt are checked before it is sent (`hops.rs`).
-            return Ok(Sent::Hop(Hop::Redirect(next)));
+            let permanent = matches!(
+                status,
+                StatusCode::MOVED_PERMANENTLY | StatusCode::PERMANENT_REDIRECT
+            );
+            return Ok(Sent::Hop(Hop::Redirect(next, permanent)));
         }
         let final_url = resp.url().clone();
         let meta = |body: Payload, not_modified: bool| Response {
@@ -282,6 +287,7 @@ impl Client {
             received_ms: crate::cache::now_ms(),
             freshness: crate::cache::freshness::read(&headers, SystemTime::now()),
             credentialed: plan.credentials.is_some(),
+            moved_to: None,
             lineage: super::Lineage::none(),
         };
         if status == StatusCode::NOT_MODIFIED {

@@ -90,6 +90,10 @@ pub struct FetchFeedArgs {
     /// Also read each item's page as its `article` (one paced request per item).
     #[serde(default)]
     pub articles: Option<bool>,
+    /// Also read each podcast episode's transcript (`podcast:transcript`: SRT, WebVTT,
+    /// JSON or HTML) as plain text, as its `transcript` (one paced request per episode).
+    #[serde(default)]
+    pub transcripts: Option<bool>,
     /// Answer within this many seconds (at most the server's limit).
     #[serde(default, deserialize_with = "lenient_u64")]
     #[schemars(with = "Option<u64>")]
@@ -183,6 +187,10 @@ pub struct GetItemArgs {
     /// Also read the item's page as its `article`.
     #[serde(default)]
     pub article: Option<bool>,
+    /// Also read the episode's transcript (`podcast:transcript`) as plain text, as its
+    /// `transcript`.
+    #[serde(default)]
+    pub transcript: Option<bool>,
     /// The article's format: markdown (default), text or html.
     #[serde(default)]
     pub article_format: Option<ContentFormat>,

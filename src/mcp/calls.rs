@@ -98,6 +98,7 @@ impl Server {
             max_content_chars: to_usize(a.max_content_chars),
             max_age: a.max_age_seconds.map(std::time::Duration::from_secs),
             articles,
+            transcripts: a.transcripts.unwrap_or(false),
             // Pages read for a model honour robots.txt.
             respect_robots: true,
             reader: a.reader,
@@ -106,6 +107,13 @@ impl Server {
         }
         .with_policy(a.cache_policy.unwrap_or_default());
         let mut opts = request.options()?;
+        // A transcript is long: within a result it is cut, unless asked otherwise.
+        if let Some(t) = &mut opts.transcripts {
+            t.render.max_content_chars = t
+                .render
+                .max_content_chars
+                .or(Some(tools::TRANSCRIPT_CHARS_PER_ITEM));
+        }
         let reader = request.reader_request(super::reader_scope(context))?;
         let fingerprint = ops::pages::fingerprint(&self.ctx.cursor_key, &urls, &request);
         let start = match &a.cursor {
@@ -297,6 +305,19 @@ impl Server {
             let (article, warnings) =
                 ops::read_item_article(&self.ctx, &out.item, &feed_lineage, &article_opts).await;
             out.item.article = Some(Box::new(article));
+            out.warnings.extend(warnings);
+        }
+        if a.transcript.unwrap_or(false) {
+            let mut topts = FetchRequest {
+                deadline: Some(deadline),
+                respect_robots: true,
+                ..FetchRequest::default()
+            }
+            .article_options()?;
+            topts.render.max_content_chars =
+                Some(max_chars.unwrap_or(tools::TRANSCRIPT_CHARS_PER_ITEM * 4));
+            let warnings =
+                ops::read_item_transcript(&self.ctx, &mut out.item, &feed_lineage, &topts).await;
             out.warnings.extend(warnings);
         }
         ops::budget::skip_item(&mut out, at)?;

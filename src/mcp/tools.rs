@@ -18,6 +18,11 @@ pub const MAX_URLS: usize = 50;
 pub const MAX_ARTICLE_URLS: usize = 20;
 /// `fetch_feed`'s default `limit`.
 pub const DEFAULT_LIMIT: u64 = 25;
+
+/// Characters of a podcast episode's transcript a `fetch_feed` result carries per item
+/// (`get_item` with `transcript: true` carries four times as many), unless
+/// `max_content_chars` says otherwise.
+pub const TRANSCRIPT_CHARS_PER_ITEM: usize = 8_000;
 /// The default `max_response_tokens` of every tool.
 pub const DEFAULT_MAX_RESPONSE_TOKENS: u64 = 10_000;
 
@@ -207,7 +212,11 @@ impl ToolName {
                  10000), taken in turns across feeds, and the rest comes in pages: call again with the same \
                  arguments and `cursor` = `next_cursor`. A failed feed has `error`; RATE_LIMITED gives the \
                  seconds to leave its host alone. `content_format: none` lists cheaply; `articles: true` also \
-                 reads each item's page as its article. With `reader` and `unseen: true`, only items that reader \
+                 reads each item's page as its article. Podcast episodes carry `podcast` (episode and season \
+                 numbers, type, explicit, transcripts, chapters, people); `transcripts: true` also reads each \
+                 episode's transcript (SRT, WebVTT, JSON or HTML) as plain text with speaker names, as its \
+                 `transcript`. A feed that moved for good is fetched from its new address with a FEED_MOVED \
+                 warning naming it. With `reader` and `unseen: true`, only items that reader \
                  has not acknowledged, with a `delivery_token` for ack_delivery.",
                 object_schema::<FetchFeedArgs>(),
                 fetch_output_schema(),
@@ -239,7 +248,8 @@ impl ToolName {
                  the feed was fetched before (so it stays reachable after it leaves the feed), else fetched. \
                  A body over `max_response_tokens` (default 10000) is cut at a paragraph with `next_offset`: \
                  call again with `offset` for the rest. `article: true` also reads the item's page \
-                 (`article_offset` continues it).",
+                 (`article_offset` continues it); `transcript: true` reads a podcast episode's transcript as \
+                 plain text with speaker names, as its `transcript`.",
                 object_schema::<GetItemArgs>(),
                 output_schema(SchemaKind::Show),
                 true,

@@ -165,6 +165,9 @@ pub struct FeedMeta {
     /// module's `sy:updatePeriod` / `sy:updateFrequency`. It counts as freshness (see
     /// `fresh_until`) and spaces a watch's checks.
     pub declared_ttl_seconds: Option<u64>,
+    /// What a podcast says of itself (`itunes:*` and Podcasting 2.0 `podcast:*` tags on the
+    /// channel); `null` when the feed has none.
+    pub podcast: Option<Box<super::PodcastFeed>>,
     /// Hours of the day (UTC, 0-23) in which the feed asks not to be read (RSS
     /// `skipHours`), ascending; a watch makes no check in them.
     pub skip_hours: Vec<u32>,
@@ -233,6 +236,12 @@ pub struct Item {
     pub source: Option<ItemSource>,
     /// The episode's length in seconds (`itunes:duration`).
     pub duration_seconds: Option<u64>,
+    /// What a podcast episode says of itself (`itunes:*` and Podcasting 2.0 `podcast:*`
+    /// tags); `null` when the item has none.
+    pub podcast: Option<Box<super::PodcastEpisode>>,
+    /// The episode's transcript read as text, when asked for (`--transcripts`,
+    /// `transcripts: true`); `null` otherwise.
+    pub transcript: Option<Box<super::TranscriptText>>,
     /// The page at `url` read as an article, when asked for (`--articles`, `articles: true`);
     /// `null` otherwise.
     pub article: Option<Box<ArticleResult>>,

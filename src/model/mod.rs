@@ -23,12 +23,16 @@ mod admin;
 mod article;
 mod config;
 mod feed;
+mod moved;
+mod podcast;
 mod readers;
 
 pub use admin::*;
 pub use article::*;
 pub use config::*;
 pub use feed::*;
+pub use moved::*;
+pub use podcast::*;
 pub use readers::*;
 
 /// The version of this contract; bumped only by an incompatible change.
@@ -97,6 +101,9 @@ pub enum WarningCode {
     /// A page continued from a cursor found its feed changed since the last page (a newer
     /// copy was fetched): items may repeat or be missing.
     CursorShifted,
+    /// The feed moved for good (a permanent redirect answered on several fetches in a row):
+    /// it is fetched from the new address the message names.
+    FeedMoved,
 }
 
 impl WarningCode {

@@ -75,6 +75,11 @@ pub(crate) struct Fetched {
     pub basis: Option<crate::cache::freshness::Basis>,
     /// The place in the request's window, when it asked for one and a send was made.
     pub window: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// Where the requested URL moved for good, when the origin answered (`200` or `304`)
+    /// after permanent redirects ([`Response::moved_to`]).
+    pub moved_to: Option<Url>,
+    /// Whether the origin answered at all (a request was made and it succeeded).
+    pub answered: bool,
     /// The chain that got what is served (what its links lead to follows it).
     pub lineage: Lineage,
 }
@@ -89,6 +94,8 @@ impl Fetched {
             fresh_until_ms: None,
             basis: None,
             window: None,
+            moved_to: None,
+            answered: false,
             lineage: Lineage::none(),
         }
     }
@@ -301,6 +308,10 @@ impl Context {
                 .map(|w| (w.code, w.message)),
         );
         let mut fresh_until_ms = None;
+        let (answered, moved_to) = match &ex.result {
+            Ok(r) => (true, r.moved_to.clone()),
+            Err(_) => (false, None),
+        };
         let mut lineage = Lineage::none();
         let mut basis = None;
         // A new body is stored with the schedule its feed declared last time (a feed's
@@ -397,6 +408,8 @@ impl Context {
             fresh_until_ms,
             basis,
             window: held.or(ex.window),
+            moved_to,
+            answered,
             lineage,
         }
     }
@@ -553,6 +566,7 @@ async fn store_fresh(
                 received_ms: 0,
                 freshness: Default::default(),
                 credentialed: false,
+                moved_to: None,
                 lineage: Lineage::none(),
             },
             Err(e.to_string()),

@@ -172,6 +172,16 @@ pub async fn fetch_feeds(
     };
     let (mut outcomes, pages) = tokio::join!(feeds, pages);
     let mut page_warnings = Vec::new();
+    if let Some(topts) = &opts.transcripts {
+        let items = outcomes
+            .iter_mut()
+            .flat_map(|o| {
+                let led_by = &o.lineage;
+                o.feed.items.iter_mut().map(move |i| (i, led_by))
+            })
+            .collect();
+        page_warnings.extend(super::transcripts::attach(ctx, items, topts, deadline).await);
+    }
     for (f, i, page) in pages {
         if let Some(item) = outcomes.get_mut(f).and_then(|o| o.feed.items.get_mut(i)) {
             item.article = Some(Box::new(page.result));
@@ -356,11 +366,45 @@ async fn fetch_http(
     deadline: Instant,
 ) -> FeedOutcome {
     let cap = ctx.freshness_cap(&url);
+    // A feed remembered as moved for good is asked for at its new address.
+    let mut notes: Vec<(WarningCode, String)> = Vec::new();
+    let moves = match &ctx.moves {
+        Ok(m) => m.clone(),
+        Err(e) => {
+            notes.push((
+                WarningCode::GateStoreUnavailable,
+                format!("moved feeds are not remembered: {e}"),
+            ));
+            None
+        }
+    };
+    let route = match &moves {
+        Some(m) => match m.route(&url).await {
+            Ok(r) => Some(r),
+            Err(e) => {
+                notes.push((
+                    WarningCode::GateStoreUnavailable,
+                    format!("moved feeds could not be looked up: {e}"),
+                ));
+                None
+            }
+        },
+        None => None,
+    };
+    let send_to = route
+        .as_ref()
+        .map_or_else(|| url.clone(), |r| r.url.clone());
+    if let Some(w) = route
+        .as_ref()
+        .and_then(|r| super::moved::moved_warning(feed_url, r))
+    {
+        notes.push(w);
+    }
     let f = ctx
         .cached_get(CachedGet {
             kind: Kind::Feed,
             key: feed_url,
-            url,
+            url: send_to.clone(),
             mode: opts.cache,
             stale_if_error: opts.stale_if_error,
             since: opts.selection.since,
@@ -400,6 +444,24 @@ async fn fetch_http(
         }
         Got::Failed(err) => FeedOutcome::failed(feed_url, &err),
     };
+    // The answer of the address asked continues (or ends) its run of permanent redirects.
+    if let Some(m) = moves.as_ref().filter(|_| f.answered) {
+        match m.observe(&send_to, f.moved_to.as_ref()).await {
+            Ok(n) if n == super::moved::REMEMBER_AFTER => {
+                if let Some(to) = &f.moved_to {
+                    notes.push(super::moved::remembered_warning(feed_url, to));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => notes.push((
+                WarningCode::GateStoreUnavailable,
+                format!("a moved feed could not be noted: {e}"),
+            )),
+        }
+    }
+    for (code, msg) in notes {
+        o.warn(code, msg);
+    }
     o.feed.attempts = f.attempts;
     o.feed.gate_wait_ms = f.gate_wait.as_millis() as u64;
     o.lineage = f.lineage;

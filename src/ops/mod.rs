@@ -11,12 +11,14 @@ mod discover;
 mod extract;
 mod fetch;
 mod hosts;
+mod moved;
 pub mod pages;
 mod readers;
 mod request;
 mod robots;
 mod service;
 mod show;
+mod transcripts;
 
 use crate::model::WarningCode;
 use std::time::Duration;
@@ -41,12 +43,14 @@ pub use dedupe::Dedupe;
 pub use discover::discover;
 pub use fetch::fetch_feeds;
 pub use hosts::{hosts_clear, hosts_list};
+pub use moved::{REMEMBER_AFTER, moved_forget, moved_list};
 pub use readers::{
     Caller, ReaderRequest, ack, deliver, fetch_unseen, open_view, readers_forget, readers_list,
 };
 pub use request::{CachePolicy, FetchRequest};
 pub use service::{KeySource, Service};
 pub use show::{ShowOptions, show_item, show_item_traced};
+pub use transcripts::read_item_transcript;
 
 /// What one process shares between all operations: one HTTP client (so one gate and one
 /// connection pool), the cache, and the configuration.
@@ -76,6 +80,9 @@ pub struct Context {
     pub(crate) shared_cache: Option<crate::cache::shared::SharedCache>,
     /// The fetches under way, one per URL ([`crate::cache::flight`]).
     pub(crate) flights: std::sync::Arc<crate::cache::flight::Flights>,
+    /// Feeds remembered as moved for good (`None`: no state directory), or why they
+    /// cannot be.
+    pub(crate) moves: Result<Option<std::sync::Arc<moved::Moves>>, String>,
 }
 
 impl Context {
@@ -107,7 +114,11 @@ impl Context {
         let readers = crate::readers::Readers::open(&config)
             .map(std::sync::Arc::new)
             .map_err(|e| e.to_string());
+        let moves = moved::Moves::open(&config)
+            .map(|m| m.map(std::sync::Arc::new))
+            .map_err(|e| e.to_string());
         Context {
+            moves,
             client,
             cache,
             cache_warning,
@@ -200,6 +211,9 @@ pub struct FetchOptions {
     /// Read each returned item's page as an article too (`--articles`), with these
     /// options; the feeds' deadline is theirs.
     pub articles: Option<ArticleOptions>,
+    /// Read each returned podcast episode's transcript as text too (`--transcripts`),
+    /// fetched like an article page, with these options.
+    pub transcripts: Option<ArticleOptions>,
     /// The call's deadline (`rss mcp --call-timeout`): what is still under way then is
     /// answered as `RATE_LIMITED` with its host's wait. `None`: no limit but the gate's.
     pub deadline: Option<tokio::time::Instant>,

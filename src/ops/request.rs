@@ -67,6 +67,8 @@ pub struct FetchRequest {
     pub article_content: Option<ContentFormat>,
     /// Honour robots.txt for those page reads.
     pub respect_robots: bool,
+    /// Read each returned podcast episode's transcript as text too.
+    pub transcripts: bool,
     /// The call's deadline (the MCP server's `--call-timeout`).
     pub deadline: Option<tokio::time::Instant>,
     /// The reader the items are delivered to (`--reader`, MCP `reader`).
@@ -143,6 +145,14 @@ impl FetchRequest {
                     format: self.article_content.unwrap_or(self.content),
                     ..render
                 },
+                cache,
+                stale_if_error: self.stale_if_error,
+                respect_robots: self.respect_robots,
+                deadline: self.deadline,
+                started: None,
+            }),
+            transcripts: self.transcripts.then_some(super::ArticleOptions {
+                render,
                 cache,
                 stale_if_error: self.stale_if_error,
                 respect_robots: self.respect_robots,

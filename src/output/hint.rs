@@ -86,6 +86,7 @@ pub fn hint(e: &ErrorObject, caller: Caller) -> Option<String> {
             Some(s) if s >= 500 => "the server failed; try again later".into(),
             _ => return None,
         },
+        "FEED_GONE" => "the publisher took this feed down for good: take it off the list".into(),
         "FEED_PARSE_FAILED" => match text("content_type") {
             Some(t) if t.contains("html") => discover("lists the feeds the page advertises"),
             _ => format!(

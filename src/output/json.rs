@@ -122,6 +122,8 @@ mod tests {
             comments: None,
             source: None,
             duration_seconds: None,
+            podcast: None,
+            transcript: None,
         }
     }
 

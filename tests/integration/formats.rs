@@ -415,7 +415,7 @@ async fn a_charset_given_only_in_the_http_header_is_honoured() {
 }
 
 #[tokio::test]
-async fn one_odd_element_warns_and_the_rest_of_the_feed_is_kept() {
+async fn issue_40_content_of_a_media_type_that_is_not_base64_is_read_as_its_text() {
     let body = r#"<feed xmlns="http://www.w3.org/2005/Atom"><title>T</title>
       <entry><title>ok</title><id>1</id><content type="application/octet-stream">!!!not base64!!!</content><updated>2026-01-01T00:00:00Z</updated></entry>
     </feed>"#;
@@ -426,8 +426,10 @@ async fn one_odd_element_warns_and_the_rest_of_the_feed_is_kept() {
     assert_eq!(f.status, FeedStatus::Ok);
     assert_eq!(f.items[0].title.as_deref(), Some("ok"));
     assert_eq!(f.items[0].updated.as_deref(), Some("2026-01-01T00:00:00Z"));
+    let content = f.items[0].content.as_deref().unwrap_or_default();
+    assert!(content.contains("not base64"), "{content:?}");
     assert!(
-        out.warnings.iter().any(|w| w.code == "ELEMENT_SKIPPED"),
+        !out.warnings.iter().any(|w| w.code == "ELEMENT_SKIPPED"),
         "{:?}",
         out.warnings
     );

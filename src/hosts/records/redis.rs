@@ -292,6 +292,7 @@ mod tests {
         assert_eq!(record_key(p, "rss:gate:v1:{x}"), None);
         // Another namespace's keys are not this one's.
         assert_eq!(record_key(p, &redis_key("rss:keys:v1:", &one)), None);
+        assert_eq!(record_key("rss:moved:v1:", &redis_key(p, &one)), None);
     }
 
     #[tokio::test]
