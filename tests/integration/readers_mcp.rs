@@ -187,6 +187,52 @@ async fn a_cursor_walk_acknowledged_page_by_page_neither_repeats_nor_skips() {
     s.client.cancel().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_35_a_walk_of_teaser_feeds_with_drop_delivers_every_story_once() {
+    // Two feeds whose every item has the body "Read more…": twenty stories, no two the same.
+    let srv = TestServer::with_routes(vec![
+        ("/a", Reply::xml(crate::readers::teasers("alpha", 10))),
+        ("/b", Reply::xml(crate::readers::teasers("beta", 10))),
+    ])
+    .await;
+    let urls = vec![srv.url("/a"), srv.url("/b")];
+    let d = Dirs::new();
+    let state = d.state.path().to_str().unwrap().to_owned();
+    let s = spawn_in(d.cache.path(), &[], &[("RSS_STATE_DIR", &state)]).await;
+    let ask = |cursor: Option<&str>| {
+        let mut a = json!({"urls": urls, "dedupe": "drop", "max_response_tokens": 1500,
+                           "reader": "digest", "unseen": true});
+        if let Some(c) = cursor {
+            a["cursor"] = json!(c);
+        }
+        a
+    };
+    let mut walked = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let page = structured(&call(&s, "fetch_feed", ask(cursor.as_deref())).await);
+        let here = items_of(&page);
+        assert!(page["duplicates"].is_null(), "{}", page["duplicates"]);
+        let t = page["delivery_token"].as_str().unwrap();
+        let r = call(&s, "ack_delivery", json!({"delivery_token": t})).await;
+        assert_eq!(structured(&r)["acknowledged"], here.len(), "page {pages}");
+        walked.extend(here);
+        pages += 1;
+        assert!(pages < 40, "the pages never end");
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert!(pages >= 2, "{pages} pages");
+    assert_eq!(walked.iter().collect::<HashSet<_>>().len(), 20);
+    assert_eq!(walked.len(), 20);
+    let after = structured(&call(&s, "fetch_feed", ask(None)).await);
+    assert!(items_of(&after).is_empty(), "{after}");
+    s.client.cancel().await.unwrap();
+}
+
 /// `rss mcp --http 127.0.0.1:0 --token-file FILE` on `d`'s directories; its URL.
 async fn http_server(d: &Dirs, token_file: &std::path::Path) -> (tokio::process::Child, String) {
     let mut cmd = rss_tokio();
