@@ -483,7 +483,10 @@ mod tests {
             format!("{} b", ["a"; 499].join(" ")),
             ["a"; 500].join(" "),
             format!("b {}", ["a"; 499].join(" ")),
-            (0..500).map(|i| if i % 2 == 0 { "a" } else { "b" }).collect::<Vec<_>>().join(" "),
+            (0..500)
+                .map(|i| if i % 2 == 0 { "a" } else { "b" })
+                .collect::<Vec<_>>()
+                .join(" "),
         ] {
             let p = Phrase::new(w(&phrase));
             let (_, compared) = p.find(&text);

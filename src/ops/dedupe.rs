@@ -428,12 +428,21 @@ mod tests {
         let apart = |a: Option<&str>, b: Option<&str>| {
             titles_apart(title_words(a).as_deref(), title_words(b).as_deref())
         };
-        assert!(apart(Some("A post about gardens"), Some("A post about rivers")));
+        assert!(apart(
+            Some("A post about gardens"),
+            Some("A post about rivers")
+        ));
         assert!(apart(Some("Story 1"), Some("Story 10")), "whole words only");
-        assert!(!apart(Some("Storm reaches the coast"), Some("STORM reaches the coast – Blog B")));
+        assert!(!apart(
+            Some("Storm reaches the coast"),
+            Some("STORM reaches the coast – Blog B")
+        ));
         assert!(!apart(Some("Same"), Some("same!")));
         assert!(!apart(Some("A title"), None), "nothing tells them apart");
-        assert!(!apart(Some("…"), Some("A title")), "a title of no word is none");
+        assert!(
+            !apart(Some("…"), Some("A title")),
+            "a title of no word is none"
+        );
         let long = "word ".repeat(10_000);
         assert!(title_words(Some(&long)).unwrap().len() <= 2 * TITLE_CHARS);
     }

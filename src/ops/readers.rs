@@ -12,8 +12,8 @@ use crate::model::{
     ReadersOutput, SCHEMA_VERSION,
 };
 use crate::readers::{
-    Claim, DeliveredFeed, DeliveryRecord, ReaderId, Readers, Refusal, Scope, TOKEN_LIFETIME, View,
-    WalkFeed, random_id,
+    Claim, Commit, DeliveredFeed, DeliveryRecord, ReaderId, Readers, Refusal, Scope,
+    TOKEN_LIFETIME, View, WalkFeed, random_id,
 };
 
 /// A fetch's reader, as asked (`--reader NAME [--unseen]`, MCP `reader` and `unseen`).
@@ -57,11 +57,11 @@ pub async fn open_view(
         .iter()
         .map(|i| crate::error::echo(&i.feed_url))
         .collect();
-    let (marks, _) = readers.marks(&req.reader, &feeds).await?;
+    let marks = readers.seen(&req.reader, &feeds).await?;
     let mut seen: HashMap<String, Arc<HashSet<u64>>> = feeds
         .iter()
         .zip(marks)
-        .map(|(f, m)| (f.clone(), Arc::new(m.map(|m| m.ids()).unwrap_or_default())))
+        .map(|(f, m)| (f.clone(), Arc::new(m)))
         .collect();
     if let Some(walk) = walk {
         let (first, _) = readers.delivery(&req.reader, walk).await?;
@@ -283,19 +283,44 @@ pub async fn ack(ctx: &Context, tokens: &[String], caller: Caller<'_>) -> Result
         found.push((claim, record));
     }
     let mut out = AckOutput::default();
+    // Each reader's deliveries (each once) committed together, then recorded.
+    let mut by_reader: Vec<(ReaderId, Vec<DeliveryRecord>)> = Vec::new();
     for (claim, record) in found {
-        if record.acked_ms.is_some() {
+        let i = match by_reader.iter().position(|(r, _)| *r == claim.reader) {
+            Some(i) => i,
+            None => {
+                by_reader.push((claim.reader, Vec::new()));
+                by_reader.len() - 1
+            }
+        };
+        let mine = &mut by_reader[i].1;
+        if mine.iter().any(|d| d.id == record.id) {
             out.already_acknowledged += record.marks;
-            continue;
+        } else {
+            mine.push(record);
         }
-        for feed in &record.feeds {
-            let (new, already) = readers
-                .record(&claim.reader, feed, record.issued_ms)
-                .await?;
+    }
+    for (reader, records) in by_reader {
+        let stood = readers.commit(&reader, &records).await?;
+        if stood.contains(&Commit::Gone) {
+            return Err(refused(
+                "unknown",
+                format!(
+                    "reader {:?} has no such delivery any more (forgotten, or pushed out by newer deliveries); fetch again",
+                    reader.name()
+                ),
+            ));
+        }
+        for (record, stood) in records.iter().zip(stood) {
+            if stood == Commit::Done {
+                out.already_acknowledged += record.marks;
+                continue;
+            }
+            let (new, already) = readers.apply(&reader, &record.id).await?;
             out.acknowledged += new;
             out.already_acknowledged += already;
         }
-        readers.acknowledged(&claim.reader, &record.id).await?;
+        readers.settle_all(&reader).await?;
     }
     Ok(out)
 }

@@ -157,7 +157,10 @@ async fn the_same_story_in_two_feeds_is_reported_by_guid_address_and_body() {
                 DuplicateKind::ContentHash,
                 vec![
                     id(0, "Press release: the wires launch a joint service"),
-                    id(1, "Press release: The wires launch a joint service | Wire B")
+                    id(
+                        1,
+                        "Press release: The wires launch a joint service | Wire B"
+                    )
                 ]
             ),
         ]

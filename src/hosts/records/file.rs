@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use super::{Change, Loaded, RecordKey, RecordStore, RecordUpdate};
+use super::{Change, Loaded, RecordGuard, RecordKey, RecordStore, RecordUpdate};
 use crate::hosts::{Clock, StoreError};
 use crate::lockfile::HeldLock;
 
@@ -54,6 +54,22 @@ fn temp_with(dir: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile, StoreE
     Ok(tmp)
 }
 
+/// Takes the lock of record `name` in `dir`, creating `dir` first (again, if a forget
+/// removed it as it was emptied in between: a held lock's file keeps it from that).
+async fn lock(dir: &Path, name: &str) -> Result<HeldLock, StoreError> {
+    let lock_path = dir.join(format!("{name}.lock"));
+    let mut tries = 0;
+    loop {
+        crate::hosts::file::private_dir(dir).map_err(io("cannot create", dir))?;
+        match HeldLock::take(&lock_path, LOCK_WAIT).await {
+            Ok(Some(held)) => return Ok(held),
+            Ok(None) => return Err(StoreError::Timeout(LOCK_WAIT)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 8 => tries += 1,
+            Err(e) => return Err(io("cannot lock", &lock_path)(e)),
+        }
+    }
+}
+
 impl FileRecords {
     /// Records under `root` (created on the first write). `skew_ms` moves the clock.
     pub(super) fn open(root: &Path, skew_ms: i64) -> FileRecords {
@@ -82,13 +98,7 @@ impl FileRecords {
 
     async fn update_now(&self, key: &RecordKey, f: &RecordUpdate<'_>) -> Result<(), StoreError> {
         let (dir, name) = self.place(key);
-        crate::hosts::file::private_dir(&dir).map_err(io("cannot create", &dir))?;
-        let lock_path = dir.join(format!("{name}.lock"));
-        let _held = match HeldLock::take(&lock_path, LOCK_WAIT).await {
-            Ok(Some(held)) => held,
-            Ok(None) => return Err(StoreError::Timeout(LOCK_WAIT)),
-            Err(e) => return Err(io("cannot lock", &lock_path)(e)),
-        };
+        let _held = lock(&dir, &name).await?;
         let path = dir.join(format!("{name}.json"));
         let current = read(&path)?;
         match f(current.as_deref(), self.now_ms()) {
@@ -103,6 +113,23 @@ impl FileRecords {
                 Err(e) => Err(io("cannot remove", &path)(e)),
             },
         }
+    }
+
+    /// [`RecordStore::update_if`]: under `guard`'s lock (always taken before a record's own,
+    /// so two of these never wait for each other), `key`'s change.
+    async fn update_if_now(
+        &self,
+        key: &RecordKey,
+        guard: &RecordKey,
+        holds: &RecordGuard<'_>,
+        f: &RecordUpdate<'_>,
+    ) -> Result<bool, StoreError> {
+        let (dir, name) = self.place(guard);
+        let _held = lock(&dir, &name).await?;
+        if !holds(read(&dir.join(format!("{name}.json")))?.as_deref()) {
+            return Ok(false);
+        }
+        self.update_now(key, f).await.map(|()| true)
     }
 
     /// Every record file under `dir`, as keys starting with `prefix`.
@@ -171,6 +198,16 @@ impl RecordStore for FileRecords {
         f: &'a RecordUpdate<'a>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         self.update_now(key, f).boxed()
+    }
+
+    fn update_if<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        guard: &'a RecordKey,
+        holds: &'a RecordGuard<'a>,
+        f: &'a RecordUpdate<'a>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.update_if_now(key, guard, holds, f).boxed()
     }
 
     fn put_if_absent<'a>(

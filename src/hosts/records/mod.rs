@@ -62,6 +62,10 @@ pub(crate) enum Change {
 /// compare-and-set that met another writer runs it again on what that one wrote).
 pub(crate) type RecordUpdate<'a> = dyn Fn(Option<&[u8]>, u64) -> Change + Send + Sync + 'a;
 
+/// A condition on another record that a change is made under ([`RecordStore::update_if`]):
+/// gets that record's bytes (`None`: nothing). It may run more than once.
+pub(crate) type RecordGuard<'a> = dyn Fn(Option<&[u8]>) -> bool + Send + Sync + 'a;
+
 /// What a read gives: each record's bytes (`None`: nothing) and the store's clock (Unix ms).
 pub(crate) type Loaded = (Vec<Option<Vec<u8>>>, u64);
 
@@ -77,6 +81,17 @@ pub(crate) trait RecordStore: Send + Sync + std::fmt::Debug {
         key: &'a RecordKey,
         f: &'a RecordUpdate<'a>,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Like [`RecordStore::update`], but only while `holds` is true of `guard`'s record (of
+    /// `key`'s group, another record), checked at once with the change: no change of
+    /// `guard` comes between the check and the change. Whether it held (when it did not,
+    /// nothing was changed).
+    fn update_if<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        guard: &'a RecordKey,
+        holds: &'a RecordGuard<'a>,
+        f: &'a RecordUpdate<'a>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Stores `bytes` under `key` if nothing is there; returns what is stored then (the
     /// bytes given, or the ones another process stored first).
     fn put_if_absent<'a>(
@@ -150,6 +165,21 @@ mod tests {
         assert!(store.list(&[]).await.unwrap().len() >= 3);
         store.update(&b, &|_, _| Change::Delete).await.unwrap();
         assert!(store.load(&b).await.unwrap().0.is_none());
+        // A change under a guard: made while the guard holds, not once it stops holding.
+        let guard = k(&["g1", "index"]);
+        let open = |g: Option<&[u8]>| g == Some(&b"open"[..]);
+        assert!(!store.update_if(&b, &guard, &open, &put).await.unwrap());
+        assert!(store.load(&b).await.unwrap().0.is_none());
+        store
+            .update(&guard, &|_, _| Change::Put(b"open".to_vec(), None))
+            .await
+            .unwrap();
+        assert!(store.update_if(&b, &guard, &open, &put).await.unwrap());
+        assert_eq!(store.load(&b).await.unwrap().0, Some(vec![1]));
+        store.update(&guard, &|_, _| Change::Delete).await.unwrap();
+        assert!(!store.update_if(&b, &guard, &open, &put).await.unwrap());
+        assert_eq!(store.load(&b).await.unwrap().0, Some(vec![1]));
+        store.update(&b, &|_, _| Change::Delete).await.unwrap();
         let secret = k(&["g3"]);
         assert_eq!(store.put_if_absent(&secret, b"one").await.unwrap(), b"one");
         assert_eq!(store.put_if_absent(&secret, b"two").await.unwrap(), b"one");
