@@ -379,24 +379,6 @@ pub(crate) fn apply(out: &mut FetchOutput, mode: Dedupe) {
     out.truncation.items_omitted_as_duplicates += drop.len();
 }
 
-/// Drops from `out.duplicates` the items no longer in `out.feeds` (a result cut to fewer
-/// items), and the groups left with fewer than two.
-pub(crate) fn retain_present(out: &mut FetchOutput) {
-    if out.duplicates.is_empty() {
-        return;
-    }
-    let present: std::collections::HashSet<(&str, &str)> = out
-        .feeds
-        .iter()
-        .flat_map(|f| f.items.iter().map(|i| (f.feed_url.as_str(), i.id.as_str())))
-        .collect();
-    for d in &mut out.duplicates {
-        d.items
-            .retain(|i| present.contains(&(i.feed_url.as_str(), i.id.as_str())));
-    }
-    out.duplicates.retain(|d| d.items.len() > 1);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

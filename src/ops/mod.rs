@@ -5,6 +5,7 @@ mod article;
 pub mod budget;
 mod cached;
 mod config;
+mod cut;
 mod deadline;
 mod dedupe;
 mod discover;
@@ -16,6 +17,7 @@ mod readers;
 mod request;
 mod robots;
 mod show;
+mod suggest;
 
 use crate::model::WarningCode;
 use std::time::Duration;
