@@ -8,9 +8,11 @@ use crate::feed::{estimate_tokens, truncate_chars};
 use crate::model::{ArticleOutput, ArticleResult, FetchOutput, Item, ShowOutput};
 
 /// Estimated tokens of `value` as a model gets it: its compact view
-/// ([`crate::output::compact`]) as JSON, by [`estimate_tokens`].
+/// ([`crate::output::compact`]) as JSON, every error's message with its hint, by
+/// [`estimate_tokens`].
 pub fn tokens_of<T: Serialize>(value: &T) -> usize {
-    let v = crate::output::compact::compact_value(value);
+    let mut v = crate::output::compact::compact_value(value);
+    crate::output::hint::advise_all(&mut v);
     serde_json::to_string(&v).map_or(usize::MAX, |s| estimate_tokens(&s))
 }
 

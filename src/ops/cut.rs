@@ -6,33 +6,24 @@ use super::budget::{self, tokens_of};
 use crate::error::{Error, Result};
 use crate::model::{FeedMeta, FeedResult, FetchOutput};
 
-/// Tokens kept for `next_cursor` itself and the page counts.
-pub(super) const CURSOR_TOKENS: usize = 96;
-
-/// A page cut from a run.
-pub(super) struct Cutting {
-    /// The page.
-    pub page: FetchOutput,
-    /// The items left to give at its start, in the order pages give them ([`turns`]).
-    pub order: Vec<(usize, usize)>,
-    /// How many of them the page gives.
-    pub m: usize,
-}
+/// The `next_cursor` of the page after one that leaves each feed at these counts.
+pub(super) type CursorFor<'a> = dyn Fn(&[usize]) -> String + 'a;
 
 /// Cuts from `full` (of which each feed gave `counts` items on earlier pages; `first`: none)
-/// the page that fits `budget` tokens with `overhead` more: the most items that fit, taken in
-/// turns ([`turns`]), or the page's first item cut at a paragraph when it alone does not fit
+/// the page that fits `budget` tokens with `overhead` more, its `next_cursor` (made by
+/// `cursor`) and counts included: the most items that fit, taken in turns ([`turns`]), or
+/// the page's first item cut at a paragraph when it alone does not fit
 /// (`budget::fit_fetch`); with every feed's metadata on the first page, else only their
 /// titles. `RESPONSE_TOO_LARGE` (its `estimated_tokens` only) when not even that fits.
 pub(super) fn cut(
     full: &FetchOutput,
     counts: &[usize],
     first: bool,
-    budget: usize,
-    overhead: usize,
-) -> Result<Cutting> {
+    (budget, overhead): (usize, usize),
+    cursor: &CursorFor<'_>,
+) -> Result<FetchOutput> {
     let order = turns(full, counts);
-    let fits = |p: &FetchOutput| tokens_of(p) + overhead + CURSOR_TOKENS <= budget;
+    let fits = |p: &FetchOutput| tokens_of(p) + overhead <= budget;
     let mut estimated = None;
     // With every feed's metadata, else (on the first page) with only their titles.
     for slim in [false, true] {
@@ -45,25 +36,18 @@ pub(super) fn cut(
             order: &order,
             first,
             slim,
+            cursor,
         };
         match budget::largest_fitting(order.len(), |m| fits(&cut.page(m))) {
             Some(m) if m > 0 || order.is_empty() => {
-                return Ok(Cutting {
-                    page: cut.page(m),
-                    order,
-                    m,
-                });
+                return Ok(cut.page(m));
             }
             Some(_) => {
                 // Not even the page's first item fits: cut its article and content.
                 let mut one = cut.page(1);
                 let whole = tokens_of(&one);
-                if budget::fit_fetch(&mut one, budget, overhead + CURSOR_TOKENS) {
-                    return Ok(Cutting {
-                        page: one,
-                        order,
-                        m: 1,
-                    });
+                if budget::fit_fetch(&mut one, budget, overhead) {
+                    return Ok(one);
                 }
                 estimated.get_or_insert(whole);
             }
@@ -73,7 +57,7 @@ pub(super) fn cut(
         }
     }
     Err(Error::OverBudget {
-        estimated_tokens: estimated.unwrap_or(0) + overhead + CURSOR_TOKENS,
+        estimated_tokens: estimated.unwrap_or(0) + overhead,
         budget_tokens: budget,
         suggested_limit: None,
         suggested_max_content_chars: None,
@@ -81,29 +65,30 @@ pub(super) fn cut(
     })
 }
 
-/// Budgets at which [`cut`] may first succeed on `run` whose page has one item to give: the
-/// page with the item whole, and with every text of it cut to one character (as
-/// `budget::fit_fetch` would cut it), with every feed's metadata or (on the first page)
-/// only their titles. `overhead` as [`cut`] takes it.
+/// Budgets at which [`cut`] may first succeed on `full`: the page with its first item
+/// whole, and with every text of it cut to one character (as `budget::fit_fetch` would cut
+/// it), with every feed's metadata or (on the first page) only their titles. `overhead`
+/// and `cursor` as [`cut`] takes them.
 pub(super) fn budgets_to_try(
-    run: &FetchOutput,
+    full: &FetchOutput,
     counts: &[usize],
     first: bool,
     overhead: usize,
+    cursor: &CursorFor<'_>,
 ) -> Vec<usize> {
-    let order = turns(run, counts);
-    let overhead = overhead + CURSOR_TOKENS;
+    let order = turns(full, counts);
     let mut out = Vec::new();
     for slim in [false, true] {
         if slim && !first {
             continue;
         }
         let cut = Cut {
-            full: run,
+            full,
             counts,
             order: &order,
             first,
             slim,
+            cursor,
         };
         let bare = tokens_of(&cut.page(0)) + overhead;
         out.push(bare);
@@ -176,6 +161,7 @@ struct Cut<'a> {
     order: &'a [(usize, usize)],
     first: bool,
     slim: bool,
+    cursor: &'a CursorFor<'a>,
 }
 
 impl Cut<'_> {
@@ -226,6 +212,11 @@ impl Cut<'_> {
             page.feeds.push(shown);
         }
         settle(&mut page, self.full);
+        page.truncation.items_on_later_pages = self.order.len() - m;
+        if m < self.order.len() {
+            let next: Vec<usize> = self.counts.iter().zip(&taken).map(|(c, t)| c + t).collect();
+            page.next_cursor = Some((self.cursor)(&next));
+        }
         page
     }
 }

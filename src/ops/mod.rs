@@ -42,7 +42,8 @@ pub use discover::discover;
 pub use fetch::fetch_feeds;
 pub use hosts::{hosts_clear, hosts_list};
 pub use readers::{
-    Caller, ReaderRequest, ack, deliver, fetch_unseen, open_view, readers_forget, readers_list,
+    Caller, Prepared, ReaderRequest, ack, deliver, deliver_prepared, fetch_unseen, open_view,
+    prepare, readers_forget, readers_list,
 };
 pub use request::{CachePolicy, FetchRequest};
 pub use show::{ShowOptions, show_item};

@@ -19,7 +19,7 @@ use hmac::{KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::cut::{self, Cutting};
+use super::cut;
 use super::request::FetchRequest;
 use super::{CacheMode, FetchOptions};
 use crate::error::{Error, Result};
@@ -263,10 +263,10 @@ pub fn page(
     key: &CursorKey,
     full: FetchOutput,
     start: Start,
-    budget: usize,
-    overhead: usize,
+    (budget, overhead): (usize, usize),
     fingerprint: &str,
     since: Option<DateTime<Utc>>,
+    walk: Option<&str>,
 ) -> Result<FetchOutput> {
     let first = start.is_first();
     let counts = if first {
@@ -286,68 +286,48 @@ pub fn page(
                 .to_owned(),
         ));
     }
-    let Cutting { mut page, order, m } = match cut::cut(&full, &counts, first, budget, overhead) {
-        Ok(c) => c,
-        Err(Error::OverBudget {
-            estimated_tokens, ..
-        }) => {
-            return Err(super::suggest::for_page(
-                &full,
-                &counts,
-                first,
-                (budget, overhead),
-                estimated_tokens,
-            ));
-        }
-        Err(e) => return Err(e),
+    let failed: Vec<usize> = if first {
+        full.feeds
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.status == FeedStatus::Error)
+            .map(|(i, _)| i)
+            .collect()
+    } else {
+        start.failed.clone()
     };
-    page.warnings.extend(warnings);
-    let mut next = counts.clone();
-    for &(f, _) in &order[..m] {
-        next[f] += 1;
-    }
-    page.truncation.items_on_later_pages = order.len() - m;
-    page.next_cursor = (m < order.len()).then(|| {
-        let failed = if first {
-            full.feeds
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| f.status == FeedStatus::Error)
-                .map(|(i, _)| i)
-                .collect()
-        } else {
-            start.failed.clone()
-        };
+    let t = unix_now();
+    // The cursor is part of what must fit: made for each page tried.
+    let cursor = |next: &[usize]| {
         encode(
             key,
             &Cursor {
                 v: VERSION,
                 o: fingerprint.to_owned(),
-                h: check_of(&full, &next),
-                c: next,
-                x: failed,
+                h: check_of(&full, next),
+                c: next.to_vec(),
+                x: failed.clone(),
                 s: since.map(|s| s.timestamp_millis()),
-                t: unix_now(),
-                w: None,
+                t,
+                w: walk.map(str::to_owned),
             },
         )
-    });
-    Ok(page)
-}
-
-/// `cursor` (one this server gave) continuing the walk of pages whose first delivery is
-/// `walk`, signed again.
-pub fn with_walk(key: &CursorKey, cursor: &str, walk: &str) -> String {
-    let parsed = cursor
-        .split_once('.')
-        .and_then(|(body, _)| B64.decode(body).ok())
-        .and_then(|json| serde_json::from_slice::<Cursor>(&json).ok());
-    match parsed {
-        Some(mut c) => {
-            c.w = Some(walk.to_owned());
-            encode(key, &c)
+    };
+    match cut::cut(&full, &counts, first, (budget, overhead), &cursor) {
+        Ok(mut page) => {
+            page.warnings.extend(warnings);
+            Ok(page)
         }
-        None => cursor.to_owned(),
+        Err(Error::OverBudget {
+            estimated_tokens, ..
+        }) => Err(super::suggest::for_page(
+            &full,
+            &counts,
+            first,
+            (budget, overhead),
+            (estimated_tokens, &cursor),
+        )),
+        Err(e) => Err(e),
     }
 }
 

@@ -77,74 +77,34 @@ fn least_fitting(mut candidates: Vec<usize>, fits: impl Fn(usize) -> bool) -> Op
 }
 
 /// `RESPONSE_TOO_LARGE` for a fetch page that does not fit `(budget, overhead)`: the page of
-/// `full` after `counts` (`first`: the first page) would have needed `estimated` tokens. The
-/// least budget at which the page gives its first item (the least at which it gives any).
-/// No `max_content_chars` is suggested: the page already cuts its one item's texts down to
-/// a character before it gives up, so no cap of them could make it fit.
+/// `full` after `counts` (`first`: the first page) would have needed `estimated` tokens, its
+/// cursor made by `cursor`. The least budget at which the page gives its first item (the
+/// least at which it gives any). No `max_content_chars` is suggested: the page already cuts
+/// its one item's texts down to a character before it gives up, so no cap of them could
+/// make it fit.
 pub(super) fn for_page(
     full: &FetchOutput,
     counts: &[usize],
     first: bool,
     (budget, overhead): Budget,
-    estimated: usize,
+    (estimated, cursor): (usize, &cut::CursorFor<'_>),
 ) -> Error {
-    let run = first_item_run(full, counts);
+    let mut wide = full.clone();
+    for f in &mut wide.feeds {
+        widen_feed(f, &full.fetched_at);
+    }
     let overhead = overhead + SLACK;
-    let fits = |r: &FetchOutput, b: usize| cut::cut(r, counts, first, b, overhead).is_ok();
-    let tokens = least_fitting(cut::budgets_to_try(&run, counts, first, overhead), |b| {
-        fits(&run, b)
-    });
+    let fits = |b: usize| cut::cut(&wide, counts, first, (b, overhead), cursor).is_ok();
+    let tokens = least_fitting(
+        cut::budgets_to_try(&wide, counts, first, overhead, cursor),
+        fits,
+    );
     Error::OverBudget {
         estimated_tokens: estimated,
         budget_tokens: budget,
         suggested_limit: None,
         suggested_max_content_chars: None,
         suggested_max_response_tokens: tokens,
-    }
-}
-
-/// `full` widened, with no item left to give after `counts` but the first the page after
-/// `counts` gives: the least budget that lets a page give anything gives at most that one.
-fn first_item_run(full: &FetchOutput, counts: &[usize]) -> FetchOutput {
-    let first = cut::turns(full, counts).first().map(|&(f, _)| f);
-    let feeds = full
-        .feeds
-        .iter()
-        .enumerate()
-        .map(|(f, feed)| {
-            let keep = counts.get(f).copied().unwrap_or(0) + usize::from(first == Some(f));
-            let mut shown = FeedResult {
-                feed_url: feed.feed_url.clone(),
-                final_url: feed.final_url.clone(),
-                status: feed.status,
-                from_cache: feed.from_cache,
-                meta: feed.meta.clone(),
-                item_count: feed.item_count,
-                content_tokens_est_total: feed.content_tokens_est_total,
-                items: feed.items.iter().take(keep).cloned().collect(),
-                error: feed.error.clone(),
-                attempts: feed.attempts,
-                gate_wait_ms: feed.gate_wait_ms,
-                cached_at: feed.cached_at.clone(),
-                cache_age_seconds: feed.cache_age_seconds,
-                fresh_until: feed.fresh_until.clone(),
-            };
-            widen_feed(&mut shown, &full.fetched_at);
-            shown
-        })
-        .collect();
-    FetchOutput {
-        schema_version: full.schema_version.clone(),
-        fetched_at: full.fetched_at.clone(),
-        total_items: full.total_items,
-        total_content_tokens_est: full.total_content_tokens_est,
-        feeds,
-        errors: full.errors.clone(),
-        warnings: full.warnings.clone(),
-        truncation: full.truncation.clone(),
-        duplicates: full.duplicates.clone(),
-        next_cursor: None,
-        delivery: None,
     }
 }
 

@@ -317,6 +317,11 @@ fn described(name: &str, items: usize, words: usize) -> String {
     body
 }
 
+/// The tokens of an answer as the server counts them: its summary line and its result.
+pub fn answer_tokens(r: &rmcp::model::CallToolResult) -> usize {
+    rss::ops::budget::tokens_of(&summary(r)) + rss::ops::budget::tokens_of(&structured(r))
+}
+
 /// Calls `tool` with `a` (over its budget: `RESPONSE_TOO_LARGE`), then once with each
 /// `suggested_*` value the error carries, alone: every one of them must succeed. How many
 /// suggestions were followed.
@@ -341,9 +346,8 @@ async fn follow_each_suggestion(s: &crate::mcp::Server, tool: &str, a: Value) ->
             "{tool} with {key} = {n} alone: {}\nfirst: {e}",
             crate::mcp::text(&r)
         );
-        let out = structured(&r);
         let budget = again["max_response_tokens"].as_u64().unwrap() as usize;
-        let size = serde_json::to_string(&out).unwrap().len() / 4;
+        let size = answer_tokens(&r);
         assert!(size <= budget, "{tool} with {key} = {n}: ~{size} tokens");
         followed += 1;
     }
