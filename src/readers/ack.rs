@@ -44,53 +44,63 @@ enum Part {
 impl Readers {
     /// `reader`'s seen ids in each of `feeds`: its marks, and what the acknowledgements
     /// committed but not yet all recorded mark (those committed long enough ago to have been
-    /// left by a stopped process are recorded first).
+    /// left by a stopped process are recorded first). Read in the order that is recorded in
+    /// reverse (the index, then the deliveries it lists as being recorded, then the marks),
+    /// so that no acknowledgement finishing meanwhile is missed.
     pub(crate) async fn seen(
         &self,
         reader: &ReaderId,
         feeds: &[String],
     ) -> Result<Vec<HashSet<u64>>> {
-        let mut keys: Vec<RecordKey> = feeds.iter().map(|f| marks_key(reader, f)).collect();
-        keys.push(index_key(reader));
         let mut settled = false;
-        loop {
-            let (mut found, now) = self.records.load_many(&keys).await.map_err(failed)?;
-            let applying: Vec<Listed> = index_of(found.pop().flatten().as_deref())
+        let applying = loop {
+            let (bytes, now) = self
+                .records
+                .load(&index_key(reader))
+                .await
+                .map_err(failed)?;
+            let applying: Vec<Listed> = index_of(bytes.as_deref())
                 .map(|ix| ix.deliveries)
                 .unwrap_or_default()
                 .into_iter()
                 .filter(|l| l.applying.is_some())
                 .collect();
-            if !settled && applying.iter().any(|l| stale(l, now)) {
-                self.settle(reader, &applying, now).await?;
-                settled = true;
-                continue;
+            if settled || !applying.iter().any(|l| stale(l, now)) {
+                break applying;
             }
-            let mut seen = Vec::with_capacity(feeds.len());
-            for (bytes, feed) in found.iter().zip(feeds) {
-                let marks = bytes
-                    .as_deref()
-                    .map(|b| parse::<Marks>(b, || format!("reader {} in {feed}", reader.name())))
-                    .transpose()?;
-                seen.push(marks.map(|m| m.ids()).unwrap_or_default());
-            }
-            let at: HashMap<&str, usize> = feeds
-                .iter()
-                .enumerate()
-                .map(|(i, f)| (f.as_str(), i))
-                .collect();
-            for l in &applying {
-                let (record, _) = self.delivery(reader, &l.id).await?;
-                for part in record.map(|d| d.feeds).unwrap_or_default() {
-                    if let Some(&i) = at.get(part.feed_url.as_str())
-                        && !l.skip.contains(&part.feed_url)
-                    {
-                        seen[i].extend(part.ids.iter().filter_map(|id| id_key(id)));
-                    }
+            self.settle(reader, &applying, now).await?;
+            settled = true;
+        };
+        let mut pending = Vec::new();
+        for l in &applying {
+            let (record, _) = self.delivery(reader, &l.id).await?;
+            for part in record.map(|d| d.feeds).unwrap_or_default() {
+                if !l.skip.contains(&part.feed_url) {
+                    pending.push(part);
                 }
             }
-            return Ok(seen);
         }
+        let keys: Vec<RecordKey> = feeds.iter().map(|f| marks_key(reader, f)).collect();
+        let (found, _) = self.records.load_many(&keys).await.map_err(failed)?;
+        let mut seen = Vec::with_capacity(feeds.len());
+        for (bytes, feed) in found.iter().zip(feeds) {
+            let marks = bytes
+                .as_deref()
+                .map(|b| parse::<Marks>(b, || format!("reader {} in {feed}", reader.name())))
+                .transpose()?;
+            seen.push(marks.map(|m| m.ids()).unwrap_or_default());
+        }
+        let at: HashMap<&str, usize> = feeds
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.as_str(), i))
+            .collect();
+        for part in pending {
+            if let Some(&i) = at.get(part.feed_url.as_str()) {
+                seen[i].extend(part.ids.iter().filter_map(|id| id_key(id)));
+            }
+        }
+        Ok(seen)
     }
 
     /// Records the acknowledgements of `reader` that `applying` lists and that were
