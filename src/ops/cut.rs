@@ -67,8 +67,8 @@ pub(super) fn cut(
 
 /// Budgets at which [`cut`] may first succeed on `full`: the page with its first item
 /// whole, and with every text of it cut to one character (as `budget::fit_fetch` would cut
-/// it), with every feed's metadata or (on the first page) only their titles. `overhead`
-/// and `cursor` as [`cut`] takes them.
+/// it), with every feed's metadata or (on the first page) only their titles; the page of
+/// no item when there is none to give. `overhead` and `cursor` as [`cut`] takes them.
 pub(super) fn budgets_to_try(
     full: &FetchOutput,
     counts: &[usize],
@@ -91,13 +91,14 @@ pub(super) fn budgets_to_try(
             cursor,
         };
         let bare = tokens_of(&cut.page(0)) + overhead;
-        out.push(bare);
-        if !order.is_empty() {
-            let one = cut.page(1);
-            out.push(tokens_of(&one) + overhead);
-            let least = budget::cut_to_one(&one);
-            out.push(bare.max(budget::budget_for(tokens_of(&least), overhead)));
+        if order.is_empty() {
+            out.push(bare);
+            continue;
         }
+        let one = cut.page(1);
+        out.push(tokens_of(&one) + overhead);
+        let least = budget::cut_to_one(&one);
+        out.push(bare.max(budget::budget_for(tokens_of(&least), overhead)));
     }
     out
 }

@@ -1,11 +1,12 @@
-//! Suggestions that fit: what a `RESPONSE_TOO_LARGE` over a call's token budget suggests
-//! (`suggested_max_response_tokens`, `suggested_max_content_chars`), each found by running
-//! the cut the same call runs on the result that call would get with that suggestion alone,
-//! so that following it makes the call succeed. That result is taken at its widest where a
-//! call of the same arguments can come out otherwise ([`widen_feed`]: a copy served from the
-//! cache, with its time and age; a wait at the gate; a retry), with room for a summary line
-//! a few words longer ([`SLACK`]). A budget is the least one found that fits; a suggestion
-//! none fits is `null`.
+//! Suggestions that fit: the `suggested_max_response_tokens` a `RESPONSE_TOO_LARGE` over a
+//! call's token budget carries is the least budget found at which the same call succeeds,
+//! checked by running the cut that call runs on the result it would get. That result is
+//! taken at its widest where a call of the same arguments can come out otherwise
+//! ([`widen_feed`]: a copy served from the cache, with its time and age; a wait at the gate;
+//! a retry), with room for a summary line a few words longer ([`SLACK`]); `null` when no
+//! budget is found. No `suggested_max_content_chars` or `suggested_limit` is made: a result
+//! is refused only once its texts are cut to a character, which no cap of them can beat,
+//! and a page's first item is the same whatever the limit.
 
 use super::budget::{self, Offsets, tokens_of};
 use super::cut;
