@@ -1,7 +1,8 @@
 //! Pacing and caching against a simulated multi-host loopback origin, through the real
 //! `rss` binary. Prints figures per scenario; asserts nothing.
 //!
-//! Run: `cargo bench --bench pacing`
+//! Run: `cargo bench --bench pacing` (optionally a scenario name: `mixed`, `happy`, `heavy`,
+//! `revalidate`, `date_403`, `polling`, `silent`)
 
 mod origin;
 
@@ -310,6 +311,111 @@ async fn revalidate() {
     );
 }
 
+/// A host admitting one request per `window(admitted so far)`, counted from the last
+/// admitted arrival, refusing with `429` and no `Retry-After` otherwise.
+async fn silent_host(window: impl Fn(usize) -> Duration + Send + Sync + 'static) -> TestServer {
+    let last = std::sync::Mutex::new((None::<Instant>, 0usize));
+    TestServer::start(move |req| {
+        let mut last = last.lock().unwrap();
+        let (at, admitted) = *last;
+        if at.is_none_or(|t| req.arrived.duration_since(t) >= window(admitted)) {
+            *last = (Some(req.arrived), admitted + 1);
+            Reply::xml(origin::feed_body(2_000))
+        } else {
+            Reply::status(429)
+        }
+    })
+    .await
+}
+
+/// Refusals the gate's ladder (2, 4, 8 … s gaps after the first admitted request) needs to
+/// find a window of `w` on first contact: the first contact, and each rung shorter than `w`.
+fn ladder_needs(w: Duration) -> usize {
+    let mut rung = Duration::from_secs(2);
+    let mut n = 1;
+    while rung < w {
+        n += 1;
+        rung *= 2;
+    }
+    n
+}
+
+/// Silent hosts (issue 36): one request per N seconds, `429` with no `Retry-After`, against
+/// an oracle that knows the window (its n-th request goes (n−1)·N after the first). Time is
+/// the span between the first and the last admitted arrival at the origin.
+async fn silent() {
+    let scenarios: [(&str, u64, u64, usize, usize, u64); 4] = [
+        ("1 req / 2 s, 12 feeds", 2, 2, 1, 12, 60),
+        ("1 req / 8 s, 8 feeds, budget 150 s", 8, 8, 1, 8, 150),
+        ("1 req / 2 s, 3 processes x 4 feeds", 2, 2, 3, 4, 60),
+        ("2 s widening to 6 s, 7 feeds", 2, 6, 1, 7, 120),
+    ];
+    for (name, first, then, procs, feeds, budget) in scenarios {
+        let srv = silent_host(move |admitted| {
+            Duration::from_secs(if admitted < 4 { first } else { then })
+        })
+        .await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let started = Instant::now();
+        let runs: Vec<_> = (0..procs)
+            .map(|p| {
+                let urls: Vec<String> =
+                    (0..feeds).map(|i| srv.url(&format!("/p{p}-{i}"))).collect();
+                let cache = dir.path().to_str().unwrap().to_owned();
+                let budget = budget.to_string();
+                tokio::task::spawn_blocking(move || {
+                    rss(
+                        &fetch_args(
+                            &urls,
+                            &[
+                                "--no-cache",
+                                "--cache-dir",
+                                &cache,
+                                "--max-gate-wait",
+                                &budget,
+                            ],
+                        ),
+                        &[],
+                    )
+                })
+            })
+            .collect();
+        let mut ok = 0;
+        for r in runs {
+            ok += count(&r.await.unwrap().0, "ok");
+        }
+        let wall = started.elapsed();
+        let hits = srv.hits();
+        let refusals = hits.iter().filter(|h| h.status == 429).count();
+        let admitted: Vec<Instant> = hits
+            .iter()
+            .filter(|h| h.status == 200)
+            .map(|h| h.arrived)
+            .collect();
+        let span = admitted
+            .last()
+            .zip(admitted.first())
+            .map_or(Duration::ZERO, |(l, f)| *l - *f);
+        let total = procs * feeds;
+        let oracle: Duration = (1..total)
+            .map(|n| Duration::from_secs(if n < 4 { first } else { then }))
+            .sum();
+        let needs = ladder_needs(Duration::from_secs(first))
+            + usize::from(then != first) * (ladder_needs(Duration::from_secs(then)) - 1).max(1);
+        println!(
+            "silent {name:<36} ok {ok:>2}/{total:<2} refusals {refusals} (the ladder needs {needs}) requests {:>2} span {:>6.2}s oracle {:>5.1}s ratio {:.2}x, whole run {:.2}s",
+            hits.len(),
+            span.as_secs_f64(),
+            oracle.as_secs_f64(),
+            span.as_secs_f64() / oracle.as_secs_f64(),
+            wall.as_secs_f64(),
+        );
+    }
+    println!(
+        "  targets: every feed, refusals at most what the ladder needs; ratio <= 1.25 (2 s), <= 1.3 (8 s)"
+    );
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
 async fn main() {
     let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -331,5 +437,8 @@ async fn main() {
     }
     if run("polling") {
         polling().await;
+    }
+    if run("silent") {
+        silent().await;
     }
 }

@@ -5,6 +5,12 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+mod proxy;
+mod watch;
+
+use proxy::proxy_hosts;
+pub use watch::*;
+
 /// The default User-Agent: the tool and its version, and no invented address (a user adds
 /// their own contact with `--user-agent` / `RSS_USER_AGENT`).
 pub const DEFAULT_USER_AGENT: &str = concat!("rss/", env!("CARGO_PKG_VERSION"));
@@ -162,6 +168,8 @@ pub struct Overrides {
     /// Private networks are refused unless allowed (`rss mcp --http`): `Some(allowed)`,
     /// where `allowed` is `--allow-private-networks`.
     pub private_networks_by_default: Option<bool>,
+    /// The watch's flags.
+    pub watch: WatchOverrides,
 }
 
 /// Every runtime parameter, resolved once before any I/O.
@@ -209,6 +217,8 @@ pub struct Config {
     pub respect_robots: bool,
     /// The MCP server's cap on a call's `max_response_tokens` (`--max-response-tokens`).
     pub max_response_tokens: usize,
+    /// How watched feeds are checked, and the caps on subscriptions.
+    pub watch: WatchParams,
 }
 
 impl Default for Config {
@@ -233,39 +243,9 @@ impl Default for Config {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             respect_robots: false,
             max_response_tokens: DEFAULT_MAX_RESPONSE_TOKENS,
+            watch: WatchParams::default(),
         }
     }
-}
-
-/// The host names of the proxies the HTTP client takes from the environment.
-fn proxy_hosts(env: &impl Fn(&str) -> Option<String>) -> Vec<String> {
-    let mut hosts: Vec<String> = [
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ]
-    .iter()
-    .filter_map(|v| env(v))
-    .filter_map(|p| {
-        let p = p.trim();
-        // A proxy may be given without a scheme (`proxy.internal:3128`).
-        let with_scheme = if p.contains("://") {
-            p.to_owned()
-        } else {
-            format!("http://{p}")
-        };
-        url::Url::parse(&with_scheme)
-            .ok()?
-            .host_str()
-            .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
-    })
-    .collect();
-    hosts.sort();
-    hosts.dedup();
-    hosts
 }
 
 /// Where the config file is looked for: `--config`, else `RSS_CONFIG`, else
@@ -336,7 +316,10 @@ impl Config {
         env: impl Fn(&str) -> Option<String>,
         file: &Overrides,
     ) -> Result<Config> {
-        let mut config = Config::default();
+        let mut config = Config {
+            watch: watch_params(&overrides, &env, file)?,
+            ..Config::default()
+        };
         let gate = &mut config.gate;
 
         let n = match overrides.host_concurrency {
@@ -610,8 +593,10 @@ pub struct GateParams {
     pub warm_window: Duration,
     /// The longest a call may wait before its send (permit queue and pacing together).
     pub max_gate_wait: Duration,
-    /// How long a learned floor is enforced after the host's last refusal.
+    /// How long a refused gap is enforced after the refusal that taught it.
     pub floor_lifetime: Duration,
+    /// How long a gap known to work is kept after the host's last refusal.
+    pub window_lifetime: Duration,
 }
 
 impl Default for GateParams {
@@ -624,6 +609,7 @@ impl Default for GateParams {
             warm_window: Duration::from_secs(120),
             max_gate_wait: Duration::from_secs(60),
             floor_lifetime: Duration::from_secs(3600),
+            window_lifetime: Duration::from_secs(86_400),
         }
     }
 }

@@ -20,15 +20,19 @@
 //! - `inputs`   — arguments, stdin, `--input`, `--opml`: merged, classified, de-duplicated
 //! - `local`    — capped, time-limited local reads, and which files may be read
 //! - `lockfile` — advisory lock files that exist only while held
+//! - `durable`  — files flushed to disk before they are renamed into place
 //! - `ops`      — the operations both front ends call (fetch, discover, show, cache, readers)
 //! - `payload`  — a body in chunks, freed as a parser reads it
 //! - `output`   — json / ndjson / text rendering, schema emission
 //! - `cli`      — the clap surface and the one exit path
+//! - `watch`    — watching feeds while someone listens: each feed's schedule, one check per feed
 //! - `mcp`      — the MCP server (stdio and streamable HTTP): tools delegate to `ops`
 //!
-//! The public surface is what an embedding program uses: [`ops`] (build a [`Context`] from a
-//! [`Config`], call [`ops::fetch_feeds`]), the [`model`] it returns, [`error`], [`config`] and
-//! the option types re-exported here; `main` is the command line. `ARCHITECTURE.md` at the
+//! The public surface is what an embedding program uses, four modules: [`ops`] (build a
+//! [`Context`] from a [`Config`], call [`ops::fetch_feeds`]), the [`model`] it returns,
+//! [`error`] and [`config`], with the option types re-exported here; `main` is the command
+//! line (which also reads the owner's config file of rules per site; an embedding program's
+//! [`Context::new`] runs without one). `ARCHITECTURE.md` at the
 //! repository's root is the map.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -39,6 +43,7 @@ pub(crate) mod cli;
 pub mod config;
 pub(crate) mod date;
 pub(crate) mod discover;
+pub(crate) mod durable;
 pub mod error;
 pub(crate) mod feed;
 pub(crate) mod gate;
@@ -54,14 +59,15 @@ pub mod ops;
 pub(crate) mod output;
 pub(crate) mod payload;
 pub(crate) mod readers;
-pub mod redact;
+pub(crate) mod redact;
 pub(crate) mod schedule;
-pub mod settings;
+pub(crate) mod settings;
 pub(crate) mod shape;
 pub(crate) mod stop;
 pub(crate) mod sync;
 pub(crate) mod text;
 pub(crate) mod urls;
+pub(crate) mod watch;
 
 pub use cli::main;
 pub use config::Config;
@@ -79,6 +85,7 @@ pub mod internals {
     pub use crate::config::parse_duration;
     pub use crate::discover::find_feeds;
     pub use crate::feed::{item_id, parse_since, process};
+    pub use crate::settings::Settings;
 
     /// The words of `html` on one line (tags dropped, entities decoded), as the extraction
     /// benchmark scores them.
@@ -88,28 +95,34 @@ pub mod internals {
     pub use crate::http::parse_retry_after;
 
     /// An HTML body rendered as markdown against `base` (the parse benchmark's renderer
-    /// column), or why it could not be.
-    pub fn html_to_markdown(html: &str, base: Option<&url::Url>) -> Result<String, String> {
-        crate::feed::render::to_markdown(html, base).map_err(|e| e.0.to_owned())
+    /// column), or `None` when it could not be.
+    pub fn html_to_markdown(html: &str, base: Option<&url::Url>) -> Option<String> {
+        crate::feed::render::to_markdown(html, base).ok()
     }
 
     /// Parses a feed body and counts its items, rendering nothing (the parse benchmark's
     /// profile: how much of the pipeline parsing alone takes).
-    pub fn parse_only(body: Vec<u8>, content_type: Option<&str>) -> Result<usize, String> {
+    pub fn parse_only(body: Vec<u8>, content_type: Option<&str>) -> crate::Result<usize> {
         let mut n = 0usize;
-        crate::feed::parse_into(body.into(), content_type, None, &mut |_| n += 1)
-            .map(|_| n)
-            .map_err(|e| e.to_string())
+        crate::feed::parse_into(body.into(), content_type, None, &mut |_| n += 1).map(|_| n)
+    }
+
+    fn page_url(url: &str) -> crate::Result<url::Url> {
+        url::Url::parse(url).map_err(|e| crate::Error::InvalidUrl {
+            input: crate::error::echo(url),
+            reason: "not a URL".to_owned(),
+            source: Some(e),
+        })
     }
 
     /// A page's body read as an article (the extraction benchmark's `rss article` columns):
-    /// its content as rendered, or the error code.
+    /// its content as rendered, or the error (whose `code()` the benchmark reports).
     pub fn article_content(
         html: &str,
         url: &str,
         format: crate::feed::ContentFormat,
-    ) -> Result<String, String> {
-        let url = url::Url::parse(url).map_err(|e| e.to_string())?;
+    ) -> crate::Result<String> {
+        let url = page_url(url)?;
         let render = crate::feed::RenderOptions {
             format,
             max_content_chars: None,
@@ -122,9 +135,39 @@ pub mod internals {
             &crate::article::Stop::never(),
         )
         .map(|a| a.content.unwrap_or_default())
-        .map_err(|e| e.code().as_str().to_owned())
     }
     pub use crate::feed::estimate_tokens;
+
+    /// A page read as an article in markdown on this thread within `budget` of its CPU time
+    /// (the hostile benchmark's overrun figure): `"ok"` or the error code, the CPU time the
+    /// read spent, and the `elapsed_ms` its error gave.
+    pub fn article_within(
+        html: &str,
+        url: &url::Url,
+        budget: std::time::Duration,
+    ) -> (String, std::time::Duration, Option<u64>) {
+        let (stop, _cancel_on_drop) = crate::article::Stop::new();
+        let stop = stop.started(budget);
+        let render = crate::feed::RenderOptions {
+            format: crate::feed::ContentFormat::Markdown,
+            max_content_chars: None,
+        };
+        let r = crate::article::read(
+            html.as_bytes().into(),
+            Some("text/html"),
+            url,
+            render,
+            &stop,
+        );
+        let spent = stop.spent();
+        match r {
+            Ok(_) => ("ok".to_owned(), spent, None),
+            Err(e) => {
+                let said = e.details().get("elapsed_ms").and_then(|v| v.as_u64());
+                (e.code().as_str().to_owned(), spent, said)
+            }
+        }
+    }
 
     /// How deep a tree builder nests what the extractors read of `html` (the article fuzz
     /// target's check against [`SHAPED_DEPTH_ALLOWED`]).
@@ -139,8 +182,8 @@ pub mod internals {
 
     /// A page's article metadata as `rss article` prints it (the extraction benchmark's
     /// metadata check): title, authors, published, site name, language, lead image.
-    pub fn article_meta(html: &str, url: &str) -> Result<ArticleMeta, String> {
-        let url = url::Url::parse(url).map_err(|e| e.to_string())?;
+    pub fn article_meta(html: &str, url: &str) -> crate::Result<ArticleMeta> {
+        let url = page_url(url)?;
         let render = crate::feed::RenderOptions {
             format: crate::feed::ContentFormat::None,
             max_content_chars: None,
@@ -160,7 +203,6 @@ pub mod internals {
             language: a.meta.language,
             lead_image: a.meta.lead_image,
         })
-        .map_err(|e| e.code().as_str().to_owned())
     }
 
     /// The metadata fields of an article, as [`article_meta`] reads them.

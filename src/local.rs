@@ -140,15 +140,24 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<(std::fs::File, std::fs::M
 
 /// Why a file that must be its owner's alone was not read ([`read_private`]).
 #[derive(Debug)]
-pub(crate) enum PrivateRead {
+pub enum PrivateRead {
     /// The file system said no (a missing file, a directory that cannot be read).
     Unreadable(io::Error),
     /// It is a FIFO, a device or a directory.
     NotAFile,
-    /// Others may read it (its mode).
+    /// Others may read it or write it (its mode).
     Shared(u32),
     /// It holds more than the most its use allows.
     TooLarge(u64),
+}
+
+impl std::error::Error for PrivateRead {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PrivateRead::Unreadable(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for PrivateRead {
@@ -158,8 +167,13 @@ impl std::fmt::Display for PrivateRead {
             PrivateRead::NotAFile => f.write_str("is not a regular file"),
             PrivateRead::Shared(mode) => write!(
                 f,
-                "is readable by other users (mode {mode:o}): it must be readable by its owner \
-                 only (chmod 600)"
+                "is {} by other users (mode {mode:o}): it must be readable and writable by its \
+                 owner only (chmod 600)",
+                match (mode & 0o044 != 0, mode & 0o022 != 0) {
+                    (true, true) => "readable and writable",
+                    (true, false) => "readable",
+                    _ => "writable",
+                }
             ),
             PrivateRead::TooLarge(max) => write!(f, "is over {max} bytes"),
         }
@@ -167,7 +181,8 @@ impl std::fmt::Display for PrivateRead {
 }
 
 /// The text of `path`, a file holding a secret (a secret file of the config, a token file):
-/// a regular file ([`open_regular`]), readable by its owner only, of at most `max` bytes.
+/// a regular file ([`open_regular`]), readable and writable by its owner only (one that
+/// others may write may hold what they chose), of at most `max` bytes.
 pub(crate) fn read_private(path: &Path, max: u64) -> Result<String, PrivateRead> {
     use std::io::Read;
     use std::os::unix::fs::PermissionsExt;
@@ -176,7 +191,7 @@ pub(crate) fn read_private(path: &Path, max: u64) -> Result<String, PrivateRead>
         _ => PrivateRead::Unreadable(e),
     })?;
     let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o044 != 0 {
+    if mode & 0o066 != 0 {
         return Err(PrivateRead::Shared(mode));
     }
     let mut text = String::new();

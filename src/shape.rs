@@ -4,8 +4,8 @@
 //! walk trees recursively: a page of 30,000 nested `<span>` overflowed a thread's stack (no
 //! `catch_unwind` sees that: the process aborts), 100,000 nested `<div>` kept a parser busy
 //! for a minute. So a page reaches the extractors only once its shape is known to be within
-//! [`MAX_DEPTH`] levels of nesting, [`MAX_ELEMENTS`] elements and [`MAX_ATTRIBUTE_BYTES`] of
-//! attribute text per tag; one linear pass over the tokens decides that ([`within_bounds`]),
+//! [`MAX_DEPTH`] levels of nesting, [`MAX_ELEMENTS`] elements, [`MAX_ATTRIBUTE_BYTES`] of
+//! attribute text and [`MAX_ATTRIBUTES`] attributes per tag; one linear pass over the tokens decides that ([`within_bounds`]),
 //! counting so that it never undercounts what a browser's tree builder would build (it
 //! closes an element only where any tree builder would). A page past a bound is written again
 //! ([`rewrite`]): strictly nested, every element closed explicitly, the tags past the bounds
@@ -36,8 +36,11 @@ pub(crate) const MAX_TEXT_RUN: usize = 16 * 1024;
 /// attribute is left out.
 pub(crate) const MAX_ATTRIBUTE_BYTES: usize = 256 * 1024;
 
-/// At most this many attributes of one tag are written again.
-const MAX_ATTRIBUTES: usize = 64;
+/// The most attributes one tag may carry; in a rewritten page, those past it are left out.
+/// A tree builder checks each attribute against every earlier one of its tag (a tag of
+/// 30,000 short attributes, a 224 KB page, took two seconds); the pages of the corpora carry
+/// at most 70.
+pub(crate) const MAX_ATTRIBUTES: usize = 128;
 
 /// Elements left out past the bounds are still tracked (so their end tags close nothing
 /// else) up to this many open at once.
@@ -45,6 +48,17 @@ const MAX_TRACKED: usize = 65_536;
 
 /// How many tokens pass between two checks of the call's [`Stop`].
 const CHECK_EVERY: usize = 4096;
+
+/// The most text nesting cost a page reaches the extractors with: the sum over its text of
+/// how deep each byte sits. Readability's scoring builds the text of each candidate and of
+/// its ancestors, work that grows with it (19 MB of text under 127 nested `<div>`, within
+/// every other bound, cost 2.5 billion and took two seconds of CPU time, most of it
+/// allocating and freeing each ancestor's copy of the text). A page past it is written again
+/// less deep, so that its text fits: up to 2 MiB of text may sit at any depth.
+pub(crate) const MAX_TEXT_COST: u64 = 256 << 20;
+
+/// However much text a page holds, a rewrite leaves it this deep at least.
+const MIN_TEXT_DEPTH: usize = 4;
 
 /// The bounds a page is read within.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +69,8 @@ pub(crate) struct Limits {
     pub elements: usize,
     /// [`MAX_ATTRIBUTE_BYTES`].
     pub attribute_bytes: usize,
+    /// [`MAX_TEXT_COST`].
+    pub text_cost: u64,
 }
 
 /// The bounds every page is read within.
@@ -62,6 +78,7 @@ pub(crate) const LIMITS: Limits = Limits {
     depth: MAX_DEPTH,
     elements: MAX_ELEMENTS,
     attribute_bytes: MAX_ATTRIBUTE_BYTES,
+    text_cost: MAX_TEXT_COST,
 };
 
 /// `html` as the extractors may read it: itself when its shape is within the bounds, else
@@ -94,11 +111,36 @@ fn measured_by<'a>(
     if let Some(cost) = within_bounds(html, limits, stop)? {
         return Ok((Cow::Borrowed(html), cost));
     }
+    // Deep enough for the page's text to fit the text cost (with room for what a rewrite
+    // adds: `&lt;` for `<`, a `<wbr>` in a long run).
+    let text = text_bytes(html, stop)?;
+    let fits = limits.text_cost / (text + text / 4).max(1);
+    let limits = &Limits {
+        depth: usize::try_from(fits)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(1)
+            .clamp(MIN_TEXT_DEPTH, limits.depth),
+        ..*limits
+    };
     let page = rewrite(html, limits, stop)?;
     // The rewritten page counted as it will be read (within the bounds by construction;
     // were it not, it is counted as past any budget).
     let cost = within_bounds(&page, limits, stop)?.unwrap_or(u64::MAX);
     Ok((Cow::Owned(page), cost))
+}
+
+/// How many bytes of text (between tags, raw text left out) `html` holds.
+fn text_bytes(html: &str, stop: &Stop) -> Result<u64, Stopped> {
+    let mut bytes = 0u64;
+    for (n, tok) in Tokenizer::new(html).enumerate() {
+        if n % CHECK_EVERY == CHECK_EVERY - 1 {
+            stop.check()?;
+        }
+        if let Token::Text(t) = tok {
+            bytes += t.len() as u64;
+        }
+    }
+    Ok(bytes)
 }
 
 /// How deep a tree builder may nest a page whose shape was counted `depth` deep: up to
@@ -304,6 +346,12 @@ fn closes_its_twin(name: &str) -> bool {
     )
 }
 
+/// Whether a tag's attribute text holds more than [`MAX_ATTRIBUTES`] attributes (read only
+/// when it is long enough to: each takes two bytes at least).
+fn too_many_attributes(attrs: &str) -> bool {
+    attrs.len() > 2 * MAX_ATTRIBUTES && crate::html::attributes(attrs).nth(MAX_ATTRIBUTES).is_some()
+}
+
 /// Whether `html`'s shape is within the bounds, counted so as never to undercount a tree
 /// builder's nesting: an element is closed only by its own end tag while it is the current
 /// one, or by a twin start tag (a new `<p>` after an open `<p>`); every other start tag
@@ -316,8 +364,10 @@ fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<Option<u64>
     let mut tokens = Tokenizer::new(html);
     let mut stack: Vec<Open<'_>> = Vec::new();
     let mut elements = 0usize;
-    // The sum of the depths the counted elements sit at.
+    // The sum of the depths the counted elements sit at, and of those each byte of text
+    // sits at.
     let mut cost = 0u64;
+    let mut text_cost = 0u64;
     // Formatting elements open in the count: a tree builder that closed them implicitly
     // opens them all again before the next text or tag (every one, each time), so each such
     // point may cost that many elements more.
@@ -348,6 +398,7 @@ fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<Option<u64>
                 // (a rewrite leaves them out).
                 if elements + tokens.skipped() > limits.elements
                     || attrs.len() > limits.attribute_bytes
+                    || too_many_attributes(attrs)
                 {
                     return Ok(None);
                 }
@@ -389,7 +440,8 @@ fn within_bounds(html: &str, limits: &Limits, stop: &Stop) -> Result<Option<u64>
             }
             // Raw text (a script, a style) is written out again as it is, not escaped.
             Token::Text(t) => {
-                if t.len() > MAX_TEXT_RUN {
+                text_cost += t.len() as u64 * (stack.len() + 1 + formatting) as u64;
+                if t.len() > MAX_TEXT_RUN || text_cost > limits.text_cost {
                     return Ok(None);
                 }
                 if formatting > 0 && !t.bytes().all(is_space_byte) {

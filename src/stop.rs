@@ -36,8 +36,9 @@ pub(crate) enum Stopped {
 #[derive(Debug, Clone)]
 pub(crate) struct Stop {
     cancelled: Arc<AtomicBool>,
-    /// The checking thread's CPU time at which the budget is spent.
-    until: Option<Duration>,
+    /// The checking thread's CPU time when the work started, and at which its budget is
+    /// spent.
+    budget: Option<(Duration, Duration)>,
 }
 
 /// Cancels its [`Stop`] when dropped (the waiting call's future goes away).
@@ -57,7 +58,7 @@ impl Stop {
         let flag = Arc::new(AtomicBool::new(false));
         let stop = Stop {
             cancelled: flag.clone(),
-            until: None,
+            budget: None,
         };
         (stop, StopOnDrop(flag))
     }
@@ -65,8 +66,9 @@ impl Stop {
     /// The same signal, stopping too once the calling thread (the one that does the work)
     /// has used `budget` more CPU time.
     pub(crate) fn started(self, budget: Duration) -> Stop {
+        let now = thread_cpu();
         Stop {
-            until: thread_cpu().checked_add(budget),
+            budget: Some((now, now.saturating_add(budget))),
             ..self
         }
     }
@@ -76,8 +78,16 @@ impl Stop {
     pub(crate) fn never() -> Stop {
         Stop {
             cancelled: Arc::new(AtomicBool::new(false)),
-            until: None,
+            budget: None,
         }
+    }
+
+    /// The CPU time the calling thread has spent on the work since it started (zero for a
+    /// signal with no budget).
+    pub(crate) fn spent(&self) -> Duration {
+        self.budget.map_or(Duration::ZERO, |(from, _)| {
+            thread_cpu().saturating_sub(from)
+        })
     }
 
     /// `Err` once the work should stop.
@@ -85,7 +95,7 @@ impl Stop {
         if self.cancelled.load(Ordering::Relaxed) {
             return Err(Stopped::Cancelled);
         }
-        if self.until.is_some_and(|u| thread_cpu() >= u) {
+        if self.budget.is_some_and(|(_, until)| thread_cpu() >= until) {
             return Err(Stopped::OverBudget);
         }
         Ok(())
@@ -115,5 +125,12 @@ mod tests {
         std::thread::sleep(Duration::from_millis(300));
         assert_eq!(stop.check(), Ok(()));
         assert_eq!(Stop::never().check(), Ok(()));
+        // What was spent is the thread's CPU time since the work started.
+        let (stop, _guard) = Stop::new();
+        let stop = stop.started(Duration::from_secs(3600));
+        let t = thread_cpu();
+        while thread_cpu() < t + Duration::from_millis(20) {}
+        assert!(stop.spent() >= Duration::from_millis(20));
+        assert_eq!(Stop::never().spent(), Duration::ZERO);
     }
 }

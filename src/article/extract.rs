@@ -3,7 +3,7 @@
 //! [dom_smoothie](https://crates.io/crates/dom_smoothie) (a port of Mozilla's Readability:
 //! the best-scoring container, kept whole with its structure, links and images) and
 //! [trafilatura](https://crates.io/crates/trafilatura) (a port of trafilatura: text blocks
-//! judged one by one, with its own Readability fallback). The article is dom_smoothie's,
+//! judged one by one, its own fallbacks left out). The article is dom_smoothie's,
 //! less each block of text that trafilatura did not find ([`agree`]); trafilatura's own when
 //! dom_smoothie found none, or the two chose different parts of the page. Chosen by measurement:
 //! `benches/extract-compare`.
@@ -47,10 +47,10 @@ pub(crate) const CHECKED_MAX_BYTES: usize = 2 << 20;
 
 /// The most nesting cost ([`crate::shape::measured`]: the sum of every element's depth) of
 /// a page trafilatura checks; a costlier one is dom_smoothie's alone. trafilatura's memory
-/// grows with it (a 400 KB page of 50,000 paragraphs under 120 formatting elements, cost
-/// past any bound, took 1.2 GB); the 181 pages of the extraction benchmark cost at most
-/// 36,000 (a median 9,000), Readability's test pages at most 162,000.
-pub(crate) const CHECKED_MAX_COST: u64 = 1_000_000;
+/// grows with it, about 290 bytes a unit (8,000 paragraphs under 120 nested `<span>`, cost
+/// 968,000, took 273 MB whether the page was 0.2 or 2 MB); the 181 pages of the extraction
+/// benchmark cost at most 36,000 (a median 9,000), Readability's test pages at most 162,000.
+pub(crate) const CHECKED_MAX_COST: u64 = 200_000;
 
 /// Elements that hold a block of text; only the innermost are judged.
 const BLOCKS: &str =
@@ -66,16 +66,13 @@ pub(crate) fn extract(
     url: &Url,
     stop: &super::Stop,
 ) -> Result<(Option<Extracted>, bool), super::Stopped> {
-    let (readability, readerable) = readability(html, url);
+    let doc = super::tree::build(html, stop)?;
+    let (readability, readerable) = readability(doc, url);
     stop.check()?;
-    let lang = readability
-        .as_ref()
-        .and_then(|r| r.lang.as_deref())
-        .and_then(primary_tag);
     // trafilatura costs memory and time with a page's size and its nesting (see the two
     // bounds): past either it is left out, and dom_smoothie's article stands alone.
     let blocks = if html.len() <= CHECKED_MAX_BYTES && cost <= CHECKED_MAX_COST {
-        trafilatura(html, url, lang.as_deref())
+        trafilatura(html, url)
     } else {
         None
     };
@@ -83,8 +80,14 @@ pub(crate) fn extract(
     let found = match (readability, blocks) {
         (Some(mut r), Some((text, tr_html, title))) => {
             let theirs = tokens(&text);
-            let kept = agree(&r.html, &theirs);
             let ours = tokens(&crate::feed::render::to_plain(&r.html)).len();
+            // trafilatura found under half of what a Readability found: where its own
+            // fallback (left out) would have taken that Readability's article, dom_smoothie's
+            // (the same kind) stands as it is.
+            if theirs.len() * 2 < ours {
+                return Ok((Some(r), readerable));
+            }
+            let kept = agree(&r.html, &theirs);
             let agreed = tokens(&crate::feed::render::to_plain(&kept)).len();
             // Most of dom_smoothie's article is not in trafilatura's, and what agrees is less
             // than half of trafilatura's: the two chose different parts of the page, and
@@ -112,15 +115,16 @@ fn some(s: Option<String>) -> Option<String> {
     s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
 }
 
-/// dom_smoothie's article and metadata, and its `is_probably_readable`.
-fn readability(html: &str, url: &Url) -> (Option<Extracted>, bool) {
-    let Ok(mut r) = dom_smoothie::Readability::new(html, Some(url.as_str()), None) else {
+/// dom_smoothie's article and metadata from the page's tree, and its `is_probably_readable`.
+fn readability(doc: dom_query::Document, url: &Url) -> (Option<Extracted>, bool) {
+    let Ok(mut r) = dom_smoothie::Readability::with_document(doc, Some(url.as_str()), None) else {
         return (None, false);
     };
     let readerable = r.is_probably_readable();
     let Ok(a) = r.parse() else {
         return (None, readerable);
     };
+    let found = !a.text_content.trim().is_empty();
     let extracted = Extracted {
         html: a.content.to_string(),
         title: some(Some(a.title)),
@@ -131,39 +135,24 @@ fn readability(html: &str, url: &Url) -> (Option<Extracted>, bool) {
         published: some(a.published_time),
         image: some(a.image),
     };
-    let found = !a.text_content.trim().is_empty();
     (found.then_some(extracted), readerable)
 }
 
-/// The primary language subtag of a language tag, lower-cased (`en` of `en-GB`).
-fn primary_tag(lang: &str) -> Option<String> {
-    let p = lang.trim().split(['-', '_']).next()?.to_ascii_lowercase();
-    (p.len() == 2 && p.bytes().all(|b| b.is_ascii_lowercase())).then_some(p)
-}
-
-/// trafilatura's text, its HTML and its title; `None` when it finds no text. Given the
-/// page's declared language, its jusText rescue reads that language's stop words alone:
-/// without it, it builds the set of every language's on each run (about 100 ms of a
-/// process's start). A page whose text is not in the language it declares is read again
-/// without one (with a language, trafilatura refuses such a page).
-fn trafilatura(
-    html: &str,
-    url: &Url,
-    lang: Option<&str>,
-) -> Option<(String, String, Option<String>)> {
+/// trafilatura's text, its HTML and its title; `None` when it finds no text.
+///
+/// Its own fallbacks are left out: they check its extraction against a second Readability
+/// (dom_smoothie is the first, and the article this one checks) and jusText, whose stop
+/// words are per language (with no language known, every language's: about 70 ms of each
+/// process, most of the time of a page with no article). Measured on the extraction
+/// benchmark, they cost a third of a page's time and leave the combination's F1 as it was
+/// (precision up, recall down by as much). Its date search is left out too: its date is
+/// never read (the page's own metadata gives one).
+fn trafilatura(html: &str, url: &Url) -> Option<(String, String, Option<String>)> {
     let opts = trafilatura::Options::default()
-        .with_fallback(true)
-        .with_url(url.clone());
-    let r = match lang {
-        Some(l) => match trafilatura::extract(html, &opts.clone().with_target_language(l)) {
-            Err(trafilatura::TrafilaturaError::LanguageMismatch { .. }) => {
-                trafilatura::extract(html, &opts)
-            }
-            other => other,
-        },
-        None => trafilatura::extract(html, &opts),
-    }
-    .ok()?;
+        .with_url(url.clone())
+        .with_fallback(false)
+        .with_html_date_mode(trafilatura::HtmlDateMode::Disabled);
+    let r = trafilatura::extract(html, &opts).ok()?;
     if r.content_text.trim().is_empty() {
         return None;
     }

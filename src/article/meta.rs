@@ -11,6 +11,7 @@ use serde_json::Value;
 use url::Url;
 
 use crate::html::{Token, Tokenizer, attr};
+use crate::stop::{Stop, Stopped};
 
 /// What the page says about itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -122,11 +123,24 @@ fn ld_str(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).and_then(clean)
 }
 
-/// Reads the metadata of `html`, a page read from `page_url`.
-pub(crate) fn read(html: &str, page_url: &Url) -> PageMeta {
+/// The largest JSON-LD block read (real ones are a few KiB, with an article's text some
+/// tens; a larger one is left out: its objects cost many times its size in memory).
+const MAX_LD_BYTES: usize = 1 << 20;
+
+/// The most JSON-LD objects kept from a page (an article is among the first few).
+const MAX_LD_OBJECTS: usize = 64;
+
+/// How many tokens pass between two checks of the call's stop.
+const CHECK_EVERY: usize = 4096;
+
+/// Reads the metadata of `html`, a page read from `page_url`, until `stop` says to stop.
+pub(crate) fn read(html: &str, page_url: &Url, stop: &Stop) -> Result<PageMeta, Stopped> {
     let mut f = Found::default();
     let mut open: Option<(String, String)> = None;
-    for tok in Tokenizer::new(html) {
+    for (n, tok) in Tokenizer::new(html).enumerate() {
+        if n % CHECK_EVERY == CHECK_EVERY - 1 {
+            stop.check()?;
+        }
         match tok {
             Token::Start { name, attrs, .. } => {
                 match &*name {
@@ -157,17 +171,19 @@ pub(crate) fn read(html: &str, page_url: &Url) -> PageMeta {
                     } else if name == "script"
                         && attr(&attrs, "type")
                             .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/ld+json"))
-                        && f.ld.len() < 64
+                        && f.ld.len() < MAX_LD_OBJECTS
+                        && text.len() <= MAX_LD_BYTES
                         && let Ok(v) = serde_json::from_str::<Value>(text.trim())
                     {
                         ld_objects(v, &mut f.ld);
+                        f.ld.truncate(MAX_LD_OBJECTS);
                     }
                 }
             }
             _ => open = None,
         }
     }
-    combine(f, page_url)
+    Ok(combine(f, page_url))
 }
 
 fn meta_tag(attrs: &str, f: &mut Found) {
@@ -288,7 +304,7 @@ mod tests {
                "publisher":{"name":"The Example"},"image":{"url":"/img/lead.jpg"},
                "description":"LD description"}]}</script>
             </head><body><time datetime="2020-01-01">old</time></body></html>"#;
-        let m = read(html, &page());
+        let m = read(html, &page(), &Stop::never()).unwrap();
         assert_eq!(m.title.as_deref(), Some("OG & title"));
         assert_eq!(m.authors, ["Ada", "Grace"]);
         assert_eq!(m.published.as_deref(), Some("2026-12-01T08:00:00Z"));
@@ -312,7 +328,7 @@ mod tests {
             <meta property="og:image" content="lead.png">
             <meta property="article:author" content="https://facebook.example/someone">
             </head><body><time datetime="2026-11-30">yesterday</time></body>"#;
-        let m = read(html, &page());
+        let m = read(html, &page(), &Stop::never()).unwrap();
         assert_eq!(m.title.as_deref(), Some("Just a title"));
         assert_eq!(m.authors, ["Meta Author"]);
         assert_eq!(m.published.as_deref(), Some("2026-11-30"));
@@ -329,7 +345,7 @@ mod tests {
         let html = r#"<head><script type="application/ld+json">{"@type": "Article", "headline": </script>
             <link rel="canonical" href="javascript:alert(1)"><meta property="og:image" content="data:image/png;base64,AAAA">
             </head>"#;
-        let m = read(html, &page());
+        let m = read(html, &page(), &Stop::never()).unwrap();
         assert_eq!(m.title, None);
         assert_eq!(m.canonical_url, None);
         assert_eq!(m.lead_image, None);

@@ -9,6 +9,7 @@
 
 mod extract;
 mod meta;
+mod tree;
 pub(crate) use meta::PageMeta;
 pub(crate) mod robots;
 pub(crate) use crate::stop::{EXTRACTION_BUDGET, Stop, Stopped};
@@ -254,8 +255,9 @@ fn link_share(html: &str) -> f64 {
     }
 }
 
-/// The error of a read that `stop` cut.
-fn cut(url: &Url, stopped: Stopped, started: std::time::Instant) -> Error {
+/// The error of a read that `stop` cut: cut by its budget, it says the CPU time the read
+/// actually spent; cut by its call, how long the read ran.
+fn cut(url: &Url, stopped: Stopped, stop: &Stop, started: std::time::Instant) -> Error {
     Error::ExtractionTimeout {
         url: url.to_string(),
         cut_by: match stopped {
@@ -263,7 +265,7 @@ fn cut(url: &Url, stopped: Stopped, started: std::time::Instant) -> Error {
             Stopped::Cancelled => crate::error::ExtractionCut::Call,
         },
         elapsed: match stopped {
-            Stopped::OverBudget => EXTRACTION_BUDGET,
+            Stopped::OverBudget => stop.spent(),
             Stopped::Cancelled => started.elapsed(),
         },
     }
@@ -281,7 +283,7 @@ pub(crate) fn read(
     stop: &Stop,
 ) -> Result<Article> {
     let started = std::time::Instant::now();
-    let check = || stop.check().map_err(|s| cut(final_url, s, started));
+    let check = || stop.check().map_err(|s| cut(final_url, s, stop, started));
     if let Some(ct) = refuse(content_type, &body.head(1024)) {
         return Err(Error::UnsupportedContent {
             url: final_url.to_string(),
@@ -298,13 +300,13 @@ pub(crate) fn read(
     }
     check()?;
     let html = feed::decode::to_utf8(body, content_type);
-    let meta = meta::read(&html, final_url);
+    let meta = meta::read(&html, final_url, stop).map_err(|s| cut(final_url, s, stop, started))?;
     let base = meta.base.clone().unwrap_or_else(|| final_url.clone());
     check()?;
     let (shaped, cost) =
-        crate::shape::measured(&html, stop).map_err(|s| cut(final_url, s, started))?;
-    let (found, readerable) =
-        extract::extract(&shaped, cost, &base, stop).map_err(|s| cut(final_url, s, started))?;
+        crate::shape::measured(&html, stop).map_err(|s| cut(final_url, s, stop, started))?;
+    let (found, readerable) = extract::extract(&shaped, cost, &base, stop)
+        .map_err(|s| cut(final_url, s, stop, started))?;
     drop(shaped);
     check()?;
     let no_article = |title: Option<String>| Error::NoReadableContent {

@@ -48,20 +48,41 @@ pub struct Meta {
     /// The body is one user's: fetched with credentials, or marked `Cache-Control: private`.
     #[serde(default)]
     pub private: bool,
-    /// A fingerprint of the credentials it was fetched with: it is served only to a request
-    /// made with the same ones (never printed).
+    /// A fingerprint of the credentials it was fetched with, keyed by the cache's own
+    /// secret (`CredentialKey`): it is served only to a request made with the same ones
+    /// (never printed).
     #[serde(default)]
     pub credential_id: Option<String>,
+    /// A hop between `feed_url` and `final_url` was https: a plain-http link the body
+    /// gives is a downgrade from it (`http::Lineage`).
+    #[serde(default)]
+    pub via_https: bool,
+    /// The server said `no-cache`: never served without asking, whatever the feed declares.
+    #[serde(default)]
+    pub no_cache: bool,
+    /// The feed's declared schedule (`<ttl>`, `sy:*`), as its body was last read.
+    #[serde(default)]
+    pub declared: Option<crate::cache::freshness::Declared>,
 }
 
 impl Meta {
-    /// Whether the server's own freshness still covers the copy at Unix ms `now`, capped
-    /// at `cap` after the response (a server's "a year" is not taken at its word).
+    /// Whether the copy is still fresh at Unix ms `now` — by the server's own freshness or
+    /// the feed's declared schedule, whichever is later — capped at `cap` after the
+    /// response (a server's "a year" is not taken at its word): until when, if it is.
     pub fn is_fresh(&self, now: u64, cap: Duration) -> Option<u64> {
-        let until = self
-            .fresh_until_ms?
-            .min(self.received_ms.saturating_add(cap.as_millis() as u64));
+        let (until, _) = self.basis().until(cap)?;
         (now < until).then_some(until)
+    }
+
+    /// What the copy's freshness is made of.
+    pub fn basis(&self) -> crate::cache::freshness::Basis {
+        crate::cache::freshness::Basis {
+            received_ms: self.received_ms,
+            server_until_ms: self.fresh_until_ms,
+            from_expires: self.fresh_from_expires,
+            no_cache: self.no_cache,
+            declared: self.declared,
+        }
     }
 }
 
@@ -159,6 +180,10 @@ pub struct StoreRequest<'a> {
     pub credentialed: bool,
     /// The fingerprint of those credentials.
     pub credential_id: Option<&'a str>,
+    /// A hop of the chain that fetched it was https.
+    pub via_https: bool,
+    /// The feed's declared schedule, as far as it is known when the body is stored.
+    pub declared: Option<crate::cache::freshness::Declared>,
 }
 
 /// Until when (Unix ms) a response that arrived at `received` stays fresh.

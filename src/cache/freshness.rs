@@ -2,10 +2,17 @@
 //! `s-maxage` is ignored: we are a private cache), else `Expires` minus `Date`, less `Age`;
 //! `no-store`, `no-cache` and `must-revalidate` as the server says. Unparsable values are
 //! ignored, never an error.
+//!
+//! A feed's declared schedule (RSS `<ttl>`, `sy:updatePeriod` / `sy:updateFrequency`)
+//! counts as freshness too: a copy is fresh until the later of what the server and the feed
+//! say ([`Basis::until`]), capped by `--max-freshness`, and never under `no-cache`.
 
 use std::time::{Duration, SystemTime};
 
 use reqwest::header::{self, HeaderMap};
+use serde::{Deserialize, Serialize};
+
+use crate::model::FreshBy;
 
 /// What a response says about its own freshness.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -29,6 +36,66 @@ pub struct Freshness {
     /// The lifetime came from `Expires`, a fixed instant (not from `max-age`, a span from
     /// the response).
     pub from_expires: bool,
+}
+
+/// What a feed says of its own schedule, kept with its cached copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Declared {
+    /// How often it says it changes, in seconds.
+    pub seconds: u64,
+    /// Which element said so (`Ttl` or `SyUpdatePeriod`).
+    pub by: FreshBy,
+}
+
+/// What a copy's freshness is made of: the response that brought (or last confirmed) it,
+/// what the server said, and what the feed declares.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Basis {
+    /// When that response arrived, Unix ms.
+    pub received_ms: u64,
+    /// Until when (Unix ms) the server said the copy stays fresh; `None`: it said nothing.
+    pub server_until_ms: Option<u64>,
+    /// The server's freshness came from `Expires`, not `max-age`.
+    pub from_expires: bool,
+    /// The server said `no-cache`: the copy is never fresh, whatever the feed declares.
+    pub no_cache: bool,
+    /// The feed's declared schedule, when it has one.
+    pub declared: Option<Declared>,
+}
+
+impl Basis {
+    /// Until when (Unix ms) the copy is fresh and which rule says so: the later of the
+    /// server's freshness and the feed's declared schedule (the server's on a tie), capped
+    /// at `cap` after the response. `None` when neither says anything, or under `no-cache`.
+    pub fn until(&self, cap: Duration) -> Option<(u64, FreshBy)> {
+        if self.no_cache {
+            return None;
+        }
+        let server = self.server_until_ms.map(|u| {
+            let by = if self.from_expires {
+                FreshBy::Expires
+            } else {
+                FreshBy::CacheControl
+            };
+            (u, by)
+        });
+        let declared = self.declared.map(|d| {
+            let span = d.seconds.saturating_mul(1000);
+            (self.received_ms.saturating_add(span), d.by)
+        });
+        let (until, by) = match (server, declared) {
+            (Some(s), Some(d)) if d.0 > s.0 => d,
+            (Some(s), _) => s,
+            (None, d) => d?,
+        };
+        let cap_ms = u64::try_from(cap.as_millis()).unwrap_or(u64::MAX);
+        let capped = self.received_ms.saturating_add(cap_ms);
+        Some(if until > capped {
+            (capped, FreshBy::MaxFreshness)
+        } else {
+            (until, by)
+        })
+    }
 }
 
 fn header(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
@@ -86,6 +153,65 @@ pub fn read(headers: &HeaderMap, now: SystemTime) -> Freshness {
 mod tests {
     use super::*;
     use crate::http::test_headers as headers;
+
+    #[test]
+    fn the_later_of_the_server_and_the_feed_wins_capped_and_never_under_no_cache() {
+        let hour = Duration::from_secs(3600);
+        let ttl = |seconds| {
+            Some(Declared {
+                seconds,
+                by: FreshBy::Ttl,
+            })
+        };
+        let b = Basis {
+            received_ms: 1_000_000,
+            server_until_ms: Some(1_060_000),
+            declared: ttl(600),
+            ..Basis::default()
+        };
+        assert_eq!(b.until(hour), Some((1_600_000, FreshBy::Ttl)));
+        // The server's is later: it wins; on a tie too.
+        let longer = Basis {
+            server_until_ms: Some(1_900_000),
+            ..b
+        };
+        assert_eq!(longer.until(hour), Some((1_900_000, FreshBy::CacheControl)));
+        let tie = Basis {
+            server_until_ms: Some(1_600_000),
+            from_expires: true,
+            ..b
+        };
+        assert_eq!(tie.until(hour), Some((1_600_000, FreshBy::Expires)));
+        // A day of `<ttl>` under a one-hour cap is the cap's.
+        let day = Basis {
+            declared: ttl(86_400),
+            ..b
+        };
+        assert_eq!(day.until(hour), Some((4_600_000, FreshBy::MaxFreshness)));
+        assert_eq!(
+            day.until(Duration::ZERO),
+            Some((1_000_000, FreshBy::MaxFreshness))
+        );
+        // The server's `no-cache` is the last word; nothing said is no freshness.
+        let no_cache = Basis {
+            no_cache: true,
+            ..b
+        };
+        assert_eq!(no_cache.until(hour), None);
+        assert_eq!(Basis::default().until(hour), None);
+        let declared_only = Basis {
+            server_until_ms: None,
+            declared: Some(Declared {
+                seconds: u64::MAX,
+                by: FreshBy::SyUpdatePeriod,
+            }),
+            ..b
+        };
+        assert_eq!(
+            declared_only.until(Duration::MAX),
+            Some((u64::MAX, FreshBy::SyUpdatePeriod))
+        );
+    }
 
     #[test]
     fn max_age_wins_and_age_is_taken_off() {

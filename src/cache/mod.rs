@@ -28,10 +28,12 @@ use std::time::Duration;
 use chrono::Utc;
 use sha2::{Digest, Sha256};
 
+mod credential_key;
 mod entry;
 pub(crate) mod freshness;
 mod size;
 
+pub use credential_key::CredentialKey;
 use entry::fresh_until;
 pub(crate) use entry::now_ms;
 pub use entry::{CacheError, Entry, Lookup, Meta, StoreRequest};
@@ -97,6 +99,8 @@ pub struct Cache {
     kind: Kind,
     /// The shared count's lock and file, opened once and kept.
     count: std::sync::Arc<size::CountFiles>,
+    /// The key of credential fingerprints, read (or drawn) on first use.
+    credential_key: std::sync::Arc<std::sync::OnceLock<Option<CredentialKey>>>,
 }
 
 fn key(feed_url: &str) -> String {
@@ -125,7 +129,18 @@ impl Cache {
             max_bytes: Some(crate::config::DEFAULT_CACHE_MAX_BYTES),
             kind: Kind::Feed,
             count: Default::default(),
+            credential_key: Default::default(),
         })
+    }
+
+    /// The key this cache fingerprints credentials with ([`CredentialKey`]), read from
+    /// the cache directory (or drawn and kept there) on first use; `None` when the system
+    /// gives no randomness (then no private body is cached). Blocking: call off the async
+    /// threads.
+    pub(crate) fn credential_key(&self) -> Option<CredentialKey> {
+        self.credential_key
+            .get_or_init(|| credential_key::load_or_draw(&self.dir))
+            .clone()
     }
 
     /// The same cache, reading and writing entries of `kind`.
@@ -287,6 +302,9 @@ impl Cache {
             must_revalidate: req.freshness.must_revalidate,
             private: req.credentialed || req.freshness.private,
             credential_id: req.credential_id.map(str::to_owned),
+            via_https: req.via_https,
+            no_cache: req.freshness.no_cache,
+            declared: req.declared,
         };
         // Written before the lock is taken; put in place (or dropped) under it.
         let written = self.write_temp(&k, &meta, body)?;
@@ -330,6 +348,7 @@ impl Cache {
                 meta.fresh_until_ms = fresh_until(received_ms, freshness);
                 meta.fresh_from_expires = freshness.from_expires;
                 meta.must_revalidate = freshness.must_revalidate;
+                meta.no_cache = freshness.no_cache;
             } else if !meta.fresh_from_expires {
                 // A 304 that says nothing of freshness keeps the stored `max-age` (and
                 // `must-revalidate`), counted again from this response (RFC 9111 §4.3.4);
@@ -353,8 +372,37 @@ impl Cache {
         })
     }
 
+    /// Records `declared` as the schedule the feed of `feed_url` declares, in its entry —
+    /// only while the entry still records the response that arrived at `received_ms`, the
+    /// one whose body was read (another process may have stored a newer one). Whether it
+    /// was written.
+    pub fn note_declared(
+        &self,
+        feed_url: &str,
+        received_ms: u64,
+        declared: Option<crate::cache::freshness::Declared>,
+    ) -> Result<bool> {
+        let k = key(feed_url);
+        self.with_entry_lock(&k, || {
+            let Ok(Some(entry)) = self.load_once(feed_url) else {
+                return Ok(false);
+            };
+            if entry.meta.received_ms != received_ms || entry.meta.declared == declared {
+                return Ok(false);
+            }
+            let meta = Meta {
+                declared,
+                ..entry.meta
+            };
+            self.write_temp(&k, &meta, &entry.body)?
+                .persist(self.entry_path(feed_url))
+                .map_err(|e| Error::io("cannot rename into place", e.file.path(), e.error))?;
+            Ok(true)
+        })
+    }
+
     /// The entry `meta` + `body` written to a temporary file in its folder (made on its
-    /// first write, or again after a clear), not yet in place.
+    /// first write, or again after a clear) and flushed to disk, not yet in place.
     fn write_temp(
         &self,
         key: &str,
@@ -372,11 +420,12 @@ impl Cache {
         let mut line =
             serde_json::to_vec(meta).map_err(|e| Error::internal_from("cache metadata", e))?;
         line.push(b'\n');
-        // No fsync: an entry torn by a crash fails its length and hash check and is a miss,
-        // and a sync per write would cost more than the fetch it saves.
+        // Flushed to disk here, before any lock is taken, so that the rename into place
+        // (the caller's, under the entry's lock) never names data the disk did not get.
         std::iter::once(line.as_slice())
             .chain(body.chunks())
             .try_for_each(|c| tmp.write_all(c))
+            .and_then(|()| crate::durable::flush(&tmp))
             .map_err(|e| Error::io("cannot write", tmp.path().to_path_buf(), e))?;
         Ok(tmp)
     }
@@ -545,6 +594,8 @@ mod tests {
             freshness: Default::default(),
             credentialed: false,
             credential_id: None,
+            via_https: false,
+            declared: None,
         }
     }
 

@@ -92,6 +92,14 @@ pub(super) struct GlobalArgs {
     /// again (default 1h; env RSS_MAX_FRESHNESS_SECS).
     #[arg(long, global = true, value_name = "DUR")]
     pub(super) max_freshness: Option<String>,
+    /// The shortest interval a watched feed that says nothing of its schedule is checked
+    /// at (default 5m; env RSS_WATCH_MIN_INTERVAL_SECS).
+    #[arg(long, global = true, value_name = "DUR")]
+    pub(super) watch_min_interval: Option<String>,
+    /// The longest interval between two checks of a watched feed (default 24h; env
+    /// RSS_WATCH_MAX_INTERVAL_SECS).
+    #[arg(long, global = true, value_name = "DUR")]
+    pub(super) watch_max_interval: Option<String>,
     /// The config file: defaults and rules per site (default:
     /// $XDG_CONFIG_HOME/rss/config.toml; env RSS_CONFIG).
     #[arg(long, global = true, value_name = "FILE")]
@@ -184,7 +192,7 @@ pub(super) enum Command {
   rss schema --command ndjson")]
     Schema {
         /// fetch, ndjson, ndjson-records, article, article-ndjson, discover, show,
-        /// cache-list, hosts, readers, readers-forget, ack, config-check, or config (the config
+        /// cache-list, hosts, readers, readers-forget, ack, watch, config-check, or config (the config
         /// file, for editors).
         #[arg(long, value_name = "COMMAND", default_value = "fetch")]
         command: String,
@@ -238,6 +246,13 @@ pub(super) enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Watch feeds in the foreground: one NDJSON line per new item as it appears, until
+    /// SIGINT or SIGTERM (exit 0) or --duration.
+    #[command(after_help = "Examples:
+  rss watch https://blog.rust-lang.org/feed.xml | jq -r 'select(.type == \"item\") | .title'
+  rss watch --input feeds.txt --duration 1h > new.ndjson
+  rss watch --reader alerts https://example.com/feed.xml   # then: rss ack TOKEN of each delivery line")]
+    Watch(WatchArgs),
     /// Serve the tools over MCP: on stdin/stdout, or over streamable HTTP with --http.
     #[command(after_help = "Examples:
   claude mcp add rss -- rss mcp --deny-private-networks
@@ -299,6 +314,42 @@ pub(super) struct McpArgs {
     /// Close an HTTP session idle this long (90s, 10m, 1h).
     #[arg(long, value_name = "DUR", default_value = "10m", requires = "http")]
     pub(super) session_idle: String,
+    /// Most feed subscriptions the server holds, every listener's together (default 1000);
+    /// the ones over it are left out of a listener's acknowledgement and named.
+    #[arg(long, value_name = "N")]
+    pub(super) max_subscriptions: Option<u64>,
+    /// Most feed subscriptions one `subscriptions/listen` holds (default 100).
+    #[arg(long, value_name = "N")]
+    pub(super) max_subscriptions_per_listener: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct WatchArgs {
+    /// Feed URLs (http or https); `-` reads URLs from stdin.
+    pub(super) urls: Vec<String>,
+    /// Read URLs from FILE (one a line, # comments).
+    #[arg(long, value_name = "FILE")]
+    pub(super) input: Vec<PathBuf>,
+    /// Read feed URLs from an OPML file.
+    #[arg(long, value_name = "FILE")]
+    pub(super) opml: Vec<PathBuf>,
+    /// Print the items present at the start too (for --reader: those it has not
+    /// acknowledged).
+    #[arg(long)]
+    pub(super) initial: bool,
+    /// Stop after DUR (90s, 30m, 2h) with exit 0; without it, run until SIGINT or SIGTERM.
+    #[arg(long, value_name = "DUR")]
+    pub(super) duration: Option<String>,
+    /// Print only what reader NAME has not acknowledged; each feed's new items are followed
+    /// by a delivery line whose token `rss ack` takes (marks move only then).
+    #[arg(long, value_name = "NAME")]
+    pub(super) reader: Option<String>,
+    /// How item bodies are printed.
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub(super) content: ContentFormat,
+    /// Cut each body to N characters.
+    #[arg(long, value_name = "N")]
+    pub(super) max_content_chars: Option<usize>,
 }
 
 /// How `rss hosts` prints.

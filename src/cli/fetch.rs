@@ -142,7 +142,7 @@ async fn read_text(path: &Path, limits: ReadLimits) -> Result<String> {
 
 /// Every input named by `urls` (`-` for stdin), `--input` files and `--opml` files,
 /// merged in order; `what` names them in the error when there are none.
-async fn gather_inputs(
+pub(super) async fn gather_inputs(
     urls: &[String],
     input: &[std::path::PathBuf],
     opml: &[std::path::PathBuf],

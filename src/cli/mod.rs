@@ -4,11 +4,13 @@
 //! - `fetch`   — `rss fetch`: options, inputs, the progress bar
 //! - `logging` — logs on stderr
 //! - `signal`  — `SIGINT` / `SIGTERM`
+//! - `watch`   — `rss watch`: new items as they appear
 
 mod args;
 mod fetch;
 mod logging;
 mod signal;
+mod watch;
 
 use std::io::{IsTerminal, Write};
 
@@ -66,6 +68,8 @@ fn run_main() -> u8 {
         if let Command::Mcp(m) = &cli.command {
             o.call_timeout_secs = m.call_timeout;
             o.max_response_tokens = m.max_response_tokens;
+            o.watch.max_subscriptions = m.max_subscriptions;
+            o.watch.max_listener_subscriptions = m.max_subscriptions_per_listener;
             if m.http.is_some() {
                 o.private_networks_by_default = Some(m.allow_private_networks);
             }
@@ -87,9 +91,9 @@ fn run_main() -> u8 {
         Ok(r) => r,
         Err(e) => return report(&Error::internal_from("cannot start the runtime", e)),
     };
-    // The MCP server ends on a signal by itself (exit 0); anything else is cut short by
-    // one: its in-flight requests are dropped, which frees their hosts.
-    let serves = matches!(cli.command, Command::Mcp(_));
+    // The MCP server and a watch end on a signal by themselves (exit 0); anything else is
+    // cut short by one: its in-flight requests are dropped, which frees their hosts.
+    let serves = matches!(cli.command, Command::Mcp(_) | Command::Watch(_));
     let result = runtime.block_on(async {
         if serves {
             return run(cli, config, settings).await;
@@ -187,6 +191,23 @@ fn report(e: &Error) -> u8 {
     }
 }
 
+/// A watch interval flag read as whole seconds.
+fn interval_flag(value: Option<&str>, flag: &str) -> Result<Option<u64>> {
+    value
+        .map(|s| {
+            parse_duration(s)
+                .filter(|d| !d.is_zero())
+                .map(|d| d.as_secs().max(1))
+                .ok_or_else(|| {
+                    Error::usage(format!(
+                        "{flag} {:?} is not a duration (90s, 30m, 2h)",
+                        crate::error::echo(s)
+                    ))
+                })
+        })
+        .transpose()
+}
+
 fn overrides(g: &GlobalArgs) -> Result<Overrides> {
     Ok(Overrides {
         host_concurrency: g.host_concurrency,
@@ -206,6 +227,17 @@ fn overrides(g: &GlobalArgs) -> Result<Overrides> {
         respect_robots: None,
         max_response_tokens: None,
         private_networks_by_default: None,
+        watch: crate::config::WatchOverrides {
+            min_interval_secs: interval_flag(
+                g.watch_min_interval.as_deref(),
+                "--watch-min-interval",
+            )?,
+            max_interval_secs: interval_flag(
+                g.watch_max_interval.as_deref(),
+                "--watch-max-interval",
+            )?,
+            ..Default::default()
+        },
         max_freshness_secs: g
             .max_freshness
             .as_deref()
@@ -236,6 +268,7 @@ async fn run(cli: Cli, config: Config, settings: Settings) -> Result<u8> {
         Command::Article(args) => {
             fetch::article(args, (config, settings), g.quiet, color, pretty).await
         }
+        Command::Watch(args) => watch::watch(args, (config, settings), signal::shutdown()).await,
         Command::Config { action } => match action {
             ConfigAction::Path => {
                 let path = looked_at.path.ok_or_else(|| {

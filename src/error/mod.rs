@@ -177,13 +177,13 @@ pub enum Error {
     },
     /// Reading the page as an article was cut: by the page's own budget, or by the call's
     /// deadline while it was being extracted.
-    #[error("{url} {}", match cut_by { ExtractionCut::Budget => format!("took more than the {} s of CPU time a page may take to read as an article", elapsed.as_secs()), ExtractionCut::Call => format!("was still being read as an article when the call's time ran out (after {} ms)", elapsed.as_millis()), ExtractionCut::Queue => format!("was still waiting behind the call's other pages being read when the call's time ran out (after {} ms)", elapsed.as_millis()) })]
+    #[error("{url} {}", match cut_by { ExtractionCut::Budget => format!("took more than the CPU time a page may take to read as an article (cut after {} ms)", elapsed.as_millis()), ExtractionCut::Call => format!("was still being read as an article when the call's time ran out (after {} ms)", elapsed.as_millis()), ExtractionCut::Queue => format!("was still waiting behind the call's other pages being read when the call's time ran out (after {} ms)", elapsed.as_millis()) })]
     ExtractionTimeout {
         /// The page.
         url: String,
         /// What cut it.
         cut_by: ExtractionCut,
-        /// How long it had been read (the budget, for `Budget`).
+        /// How long it had been read (for `Budget`, the CPU time it spent).
         elapsed: std::time::Duration,
     },
     /// The site's robots.txt disallows the page for us.

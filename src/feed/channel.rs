@@ -9,7 +9,7 @@ use super::constructs::{
     push_unique, set_once, text_construct,
 };
 use super::xml::{Element, Ns};
-use crate::model::WarningCode;
+use crate::model::{FreshBy, WarningCode};
 use crate::text::{collapse_ws, non_empty};
 use crate::urls::resolve;
 
@@ -103,6 +103,8 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
             (Ns::Sy, "updatefrequency") => {
                 sy_frequency = c.text().trim().parse::<u64>().ok().filter(|f| *f > 0)
             }
+            (_, "skiphours") if rssish => feed.skip_hours = skipped_in(c, "hour", hour_of),
+            (_, "skipdays") if rssish => feed.skip_days = skipped_in(c, "day", day_of),
             (_, "language") if rssish => feed.language = non_empty(c.text()),
             (Ns::Dc, "language") if feed.language.is_none() => feed.language = non_empty(c.text()),
             (_, "icon") if atomish => feed.icon = resolve(&c.text(), base),
@@ -121,9 +123,14 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
             _ => {}
         }
     }
-    feed.ttl_seconds = ttl_minutes
-        .map(|m| m.saturating_mul(60))
-        .or_else(|| sy_period.map(|p: u64| p / sy_frequency.unwrap_or(1)));
+    let from_sy = sy_period
+        .map(|p: u64| p / sy_frequency.unwrap_or(1))
+        .filter(|s| *s > 0);
+    (feed.ttl_seconds, feed.ttl_rule) = match (ttl_minutes, from_sy) {
+        (Some(m), _) => (Some(m.saturating_mul(60)), Some(FreshBy::Ttl)),
+        (None, Some(s)) => (Some(s), Some(FreshBy::SyUpdatePeriod)),
+        (None, None) => (None, None),
+    };
     if feed.description.is_none() {
         feed.description = description_fallback;
     }
@@ -141,4 +148,45 @@ pub(super) fn channel_meta(ch: &Element, root: &Element, atom_mode: bool, feed: 
     for s in skipped.into_iter().take(3) {
         feed.warnings.push((WarningCode::ElementSkipped, s));
     }
+}
+
+/// The values of `parent`'s `child` elements (RSS `skipHours`' `hour`, `skipDays`' `day`)
+/// that `read` understands, ascending and once each; what it does not is left out.
+fn skipped_in(parent: &Element, child: &str, read: fn(&str) -> Option<u32>) -> Vec<u32> {
+    let mut found: Vec<u32> = parent
+        .elements()
+        .filter(|e| e.name.eq_ignore_ascii_case(child))
+        .filter_map(|e| read(e.text().trim()))
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// An RSS `skipHours` hour: 0-23 (UTC); 24, which some feeds write for midnight, is 0.
+fn hour_of(text: &str) -> Option<u32> {
+    match text.parse::<u32>().ok()? {
+        24 => Some(0),
+        h if h < 24 => Some(h),
+        _ => None,
+    }
+}
+
+/// The days of RSS `skipDays`, as the contract names them: 0 Monday ... 6 Sunday.
+pub(crate) const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+/// An RSS `skipDays` day, by its English name in any case: 0 Monday ... 6 Sunday.
+pub(crate) fn day_of(text: &str) -> Option<u32> {
+    WEEKDAYS
+        .iter()
+        .position(|d| d.eq_ignore_ascii_case(text))
+        .map(|i| i as u32)
 }

@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::model::Enclosure;
 use crate::payload::Payload;
 
+pub(crate) use channel::day_of;
 pub use content::{ContentFormat, RenderOptions, estimate_tokens, truncate_chars};
 pub use ids::item_id;
 pub use pipeline::{Built, parallel, process};
@@ -97,6 +98,12 @@ pub(crate) struct RawFeed {
     /// How often the feed says it changes: RSS `<ttl>` (minutes), or the syndication
     /// module's `updatePeriod` / `updateFrequency`; in seconds.
     pub ttl_seconds: Option<u64>,
+    /// Which of the two `ttl_seconds` came from.
+    pub ttl_rule: Option<crate::model::FreshBy>,
+    /// RSS `skipHours`: hours of the day (UTC, 0-23), ascending.
+    pub skip_hours: Vec<u32>,
+    /// RSS `skipDays`: days (0 Monday ... 6 Sunday), ascending.
+    pub skip_days: Vec<u32>,
     pub items: Vec<RawItem>,
     /// Non-fatal findings: (code, message).
     pub warnings: Vec<(WarningCode, String)>,

@@ -43,6 +43,8 @@ pub struct Processed {
     pub meta: FeedMeta,
     /// The items and what selection left out; `built.warnings` holds every warning.
     pub built: Built,
+    /// Which rule `meta.declared_ttl_seconds` came from (`<ttl>` or `sy:*`).
+    pub declared_by: Option<crate::model::FreshBy>,
 }
 
 /// Parses `body` (read from `doc_url`, with this `Content-Type`), then selects,
@@ -72,6 +74,7 @@ pub fn process(
     warnings.append(&mut built.warnings);
     built.warnings = warnings;
     Ok(Processed {
+        declared_by: raw.ttl_rule,
         meta: FeedMeta {
             format: Some(raw.format.to_owned()),
             title: raw.title,
@@ -83,6 +86,13 @@ pub fn process(
             authors: raw.authors,
             categories: raw.categories,
             declared_ttl_seconds: raw.ttl_seconds,
+            skip_hours: raw.skip_hours,
+            skip_days: raw
+                .skip_days
+                .iter()
+                .filter_map(|d| super::channel::WEEKDAYS.get(*d as usize))
+                .map(|d| (*d).to_owned())
+                .collect(),
         },
         built,
     })

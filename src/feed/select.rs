@@ -52,7 +52,7 @@ impl Seen {
     }
 
     /// Whether the item `id` is left out as seen.
-    pub(super) fn hides(&self, id: &str) -> bool {
+    pub(crate) fn hides(&self, id: &str) -> bool {
         self.hide && id_key(id).is_some_and(|k| self.ids.contains(&k))
     }
 }

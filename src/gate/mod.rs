@@ -6,6 +6,7 @@
 //! store (`crate::hosts`), which hands states back with [`Gate::adopt`].
 
 mod state;
+mod window;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -19,6 +20,7 @@ use url::Url;
 use state::cooldown;
 pub(crate) use state::{Event, HostState, newer};
 pub use state::{Outcome, warm_spacing};
+pub(crate) use window::{Window, probe_after};
 
 pub use crate::config::{GateParams, KeyMode};
 
@@ -301,28 +303,30 @@ impl Gate {
         let crawl = state
             .live_crawl_delay(now)
             .map(|d| d.min(self.params.max_cooldown))
-            .filter(|_| state.crawl_delay_until.is_some_and(|u| first < u));
-        let warm_step = state.warm_until.filter(|w| first < *w).map(|_| {
-            warm_spacing(&self.params, state.last_retry_after) / self.params.host_concurrency as u32
+            .zip(state.crawl_delay_until);
+        let warm = state.warm_until.map(|w| {
+            let step = warm_spacing(&self.params, state.last_retry_after)
+                / self.params.host_concurrency as u32;
+            (step, w)
         });
-        let (step, until) = match (warm_step, crawl) {
-            (Some(w), Some(c)) if c > w => (c, state.crawl_delay_until),
-            (Some(w), _) => (w, state.warm_until),
-            (None, Some(c)) => (c, state.crawl_delay_until),
-            (None, None) => return pacing,
-        };
-        let Some(warm_until) = until else {
+        // The learned window spaces consecutive sends by the gap known to work.
+        let window = state.window.step(now);
+        // The largest step still in force when the first send goes, with its end.
+        let Some((step, until)) = [crawl, warm, window]
+            .into_iter()
+            .flatten()
+            .filter(|(_, until)| first < *until)
+            .max_by_key(|(step, _)| *step)
+        else {
             return quota_bound(state, now, ahead, pacing);
         };
-        if ahead == 0 || step.is_zero() || first >= warm_until {
+        if ahead == 0 || step.is_zero() {
             return quota_bound(state, now, ahead, pacing);
         }
         let chain = step.saturating_mul(u32::try_from(ahead).unwrap_or(u32::MAX));
-        // Either every send ahead starts in the warm window (and the chain holds), or one
+        // Either every send ahead starts while the step holds (and the chain holds), or one
         // starts after it (and so does this one).
-        let start = first
-            .checked_add(chain)
-            .map_or(warm_until, |t| t.min(warm_until));
+        let start = first.checked_add(chain).map_or(until, |t| t.min(until));
         quota_bound(state, now, ahead, start - now)
     }
 

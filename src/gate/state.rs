@@ -6,13 +6,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::GateParams;
+use super::window::{Taught, Window};
 
 /// Two answers whose quota refills within this of each other speak of one window (a
 /// reset given in whole seconds from each answer's own moment moves by up to a second).
 const QUOTA_WINDOW_SLACK: Duration = Duration::from_millis(1500);
-
-/// The least margin by which a send clears a gap the host once refused.
-const FLOOR_MARGIN: Duration = Duration::from_millis(50);
 
 /// What a send taught the gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,12 +72,11 @@ pub(crate) struct HostState {
     pub depth: u32,
     /// The host's last `Retry-After`, capped.
     pub last_retry_after: Option<Duration>,
-    /// The learned floor: the least gap after an admitted send, just wider than the widest
-    /// gap the host refused (capped at `max_cooldown`).
-    pub floor: Option<Duration>,
-    /// The floor is enforced until then: a floor lifetime after the host's last refusal.
-    pub floor_until: Option<Instant>,
-    /// When the last send the host admitted started.
+    /// What the host taught of its window: the widest gap it refused, the gap known to
+    /// work, probes.
+    pub window: Window,
+    /// When the last send the host admitted started (or, after a refusal with none known, the
+    /// refused send's start: the host admitted one just before it, for all the gate knows).
     pub last_admitted: Option<Instant>,
     /// The last HTTP status the host answered.
     pub last_status: Option<u16>,
@@ -117,12 +114,6 @@ pub fn warm_spacing(params: &GateParams, last_retry_after: Option<Duration>) -> 
         .max(last_retry_after.unwrap_or(Duration::ZERO))
 }
 
-/// The least gap after an admitted send that clears a learned floor: strictly more than
-/// the gap the host refused.
-pub fn floor_gap(floor: Duration) -> Duration {
-    floor + (floor / 10).max(FLOOR_MARGIN)
-}
-
 impl HostState {
     pub(crate) fn is_warm(&self, now: Instant) -> bool {
         self.warm_until.is_some_and(|w| now < w)
@@ -140,23 +131,17 @@ impl HostState {
         Some((self.quota_remaining?, reset))
     }
 
-    /// The learned floor, while it is enforced.
-    pub(crate) fn live_floor(&self, now: Instant) -> Option<Duration> {
-        self.floor
-            .filter(|_| self.floor_until.is_some_and(|u| now < u))
-    }
-
     /// How long from `now` until a send may go: the cooldown or spacing in force, the
-    /// learned floor after the last admitted send, and an announced quota with nothing left
-    /// (until it refills).
+    /// learned window's spacing after the latest send, and an announced quota with nothing
+    /// left (until it refills).
     pub(crate) fn pacing(&self, now: Instant) -> Duration {
         let cooling = self
             .next_allowed
             .map_or(Duration::ZERO, |t| t.saturating_duration_since(now));
-        let floor = match (self.live_floor(now), self.last_admitted) {
-            (Some(f), Some(last)) => (last + f).saturating_duration_since(now),
-            _ => Duration::ZERO,
-        };
+        let floor = self
+            .window
+            .spacing(now, self.last_admitted)
+            .map_or(Duration::ZERO, |t| t.saturating_duration_since(now));
         let quota = match self.live_quota(now) {
             Some((0, reset)) => reset.saturating_duration_since(now),
             _ => Duration::ZERO,
@@ -172,10 +157,11 @@ impl HostState {
         Some((left.saturating_sub(in_flight as u64), reset))
     }
 
-    /// When every part of this state has lapsed: the cooldown, the warm window and the
-    /// floor's lifetime, each counted from the host's last refusal. `None`: nothing learned.
+    /// When every part of this state has lapsed: the cooldown, the warm window, the refused
+    /// gap's and the known-good gap's lifetimes, each counted from the host's last refusal.
+    /// `None`: nothing learned.
     pub(crate) fn lapses_at(&self) -> Option<Instant> {
-        let floor_until = self.floor.and(self.floor_until);
+        let floor_until = self.window.lapses_at();
         let crawl_until = self.crawl_delay.and(self.crawl_delay_until);
         let quota_until = self.quota_remaining.and(self.quota_reset);
         [
@@ -204,6 +190,9 @@ impl HostState {
     pub(crate) fn apply(&mut self, p: &GateParams, event: Event) {
         match event {
             Event::SendStart { at } => {
+                if self.window.send_started(at, self.last_admitted) {
+                    self.updated = Some(at);
+                }
                 if self.is_warm(at) {
                     // Concurrent holders of a warm host are spaced too, not released together.
                     let per_holder =
@@ -287,33 +276,54 @@ impl HostState {
 
     fn ended(&mut self, p: &GateParams, sent_at: Instant, now: Instant, outcome: Outcome) {
         let warm = self.is_warm(now);
+        // The gap after the last admitted send's start, as the host saw this one.
+        let mut gap = self
+            .last_admitted
+            .filter(|last| sent_at > *last)
+            .map(|last| sent_at - last);
+        // A refusal with no admitted send known (another process's was never written: a
+        // host that never refused costs no write) counts as if the host had admitted one just
+        // before it, so the ladder's rungs and the gap the next success teaches count from
+        // there, as they would from that send.
+        if matches!(outcome, Outcome::Refused { .. }) && self.last_admitted.is_none() {
+            self.last_admitted = Some(sent_at);
+            gap = Some(Duration::ZERO);
+        }
         match outcome {
             Outcome::Refused { retry_after } => {
                 if !warm {
                     self.depth = 0;
                     self.last_retry_after = None;
                 }
-                // A lapsed floor is forgotten, not raised.
-                self.floor = self.live_floor(now);
-                if let Some(last) = self.last_admitted
-                    && sent_at > last
-                {
-                    let gap = floor_gap(sent_at - last).min(p.max_cooldown);
-                    self.floor = Some(self.floor.map_or(gap, |f| f.max(gap)));
-                }
-                self.floor_until = self.floor.map(|_| now + p.floor_lifetime);
                 self.depth = self.depth.saturating_add(1);
                 let retry_after = retry_after.map(|d| d.min(p.max_cooldown));
                 if retry_after.is_some() {
                     self.last_retry_after = retry_after;
                 }
-                let cool = cooldown(p, self.depth, retry_after);
+                let taught = Taught::Refused {
+                    silent: retry_after.is_none(),
+                };
+                let learned = self.window.ended(p, sent_at, now, gap, taught);
                 self.warm_until = Some(now + p.warm_window);
-                let gap = cool.max(warm_spacing(p, self.last_retry_after));
-                self.push_next_allowed(now + gap);
+                let spacing = warm_spacing(p, self.last_retry_after);
+                match (retry_after, learned) {
+                    // What the host said, or the ladder from now when the window taught
+                    // nothing (no admitted send to count a gap from).
+                    (Some(_), _) | (None, None) => {
+                        let cool = cooldown(p, self.depth, retry_after);
+                        self.push_next_allowed(now + cool.max(spacing));
+                    }
+                    (None, Some(at)) => {
+                        self.push_next_allowed(at.min(now + p.max_cooldown).max(now + spacing));
+                    }
+                }
             }
             Outcome::Success | Outcome::Failed => {
+                if outcome == Outcome::Failed {
+                    self.window.unanswered(sent_at);
+                }
                 if outcome == Outcome::Success {
+                    self.window.ended(p, sent_at, now, gap, Taught::Admitted);
                     self.last_admitted =
                         Some(self.last_admitted.map_or(sent_at, |t| t.max(sent_at)));
                 }

@@ -78,24 +78,28 @@ async fn a_cooldown_delays_only_its_host() {
             .now_or_never()
             .is_some()
     );
+    // The ladder's first rung (2 s) and its margin.
     let (_p, took) = timed_acquire(&gate, &a).await;
-    assert_eq!(took, secs(2));
+    assert_eq!(took, ms(2050));
 }
 
 #[tokio::test(start_paused = true)]
 async fn refusals_without_retry_after_climb_the_ladder() {
     let gate = Gate::new(GateParams::default());
     let a = key("http://a.test/");
-    let mut waits = Vec::new();
+    let t0 = Instant::now();
+    let mut at = Vec::new();
     let mut p = gate.acquire(&a, far()).await.unwrap();
     p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     for _ in 0..6 {
-        let (mut p, took) = timed_acquire(&gate, &a).await;
-        waits.push(took.as_secs());
+        let (mut p, _) = timed_acquire(&gate, &a).await;
+        at.push(t0.elapsed().as_millis());
         p.record(Outcome::Refused { retry_after: None }, None);
     }
-    assert_eq!(waits, vec![2, 4, 8, 16, 32, 60]);
+    // With no admitted send known, the first refused one is where the gaps count from:
+    // each rung of 2, 4, 8 … s with its margin, capped at 60 s.
+    assert_eq!(at, vec![2050, 4100, 8200, 16400, 32800, 60000]);
 }
 
 #[test]
@@ -156,16 +160,29 @@ async fn warm_spacing_is_measured_from_the_response() {
     assert_eq!(took, secs(3));
     drop(p);
 
-    // Without a Retry-After, the spacing is the sticky 1 s.
+    // Without a Retry-After, the sticky 1 s after the response, or the gap the host admitted
+    // (counted from the admitted send's start) when that is longer.
     let b = key("http://b.test/");
     let mut p = gate.acquire(&b, far()).await.unwrap();
     p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     let (mut p, _) = timed_acquire(&gate, &b).await;
+    p.start_send();
     tokio::time::advance(Duration::from_millis(250)).await;
     p.record(Outcome::Success, None);
     drop(p);
     let (_p, took) = timed_acquire(&gate, &b).await;
+    assert_eq!(took, ms(2050 - 250));
+    let c = key("http://c.test/");
+    let mut p = gate.acquire(&c, far()).await.unwrap();
+    p.record(Outcome::Refused { retry_after: None }, None);
+    drop(p);
+    let (mut p, _) = timed_acquire(&gate, &c).await;
+    p.start_send();
+    tokio::time::advance(Duration::from_millis(1500)).await;
+    p.record(Outcome::Success, None);
+    drop(p);
+    let (_p, took) = timed_acquire(&gate, &c).await;
     assert_eq!(took, secs(1));
 }
 
@@ -198,7 +215,9 @@ async fn a_success_steps_the_depth_down_one_rung() {
     let (mut p, _) = timed_acquire(&gate, &a).await;
     p.record(Outcome::Refused { retry_after: None }, None);
     assert_eq!(p.depth(), 2);
-    assert_eq!(p.pacing(), secs(4));
+    // Refused at the gap the host had admitted (4.1 s): the window widened, and the next try
+    // is the ladder's first rung above it (8 s, plus its margin) after the admitted send.
+    assert_eq!(p.pacing(), ms(4100));
 }
 
 #[tokio::test(start_paused = true)]
@@ -337,12 +356,13 @@ async fn a_retry_keeps_its_permit_and_waits_the_cooldown_it_taught() {
     assert!(futures::poll!(sibling.as_mut()).is_pending());
     let t0 = Instant::now();
     p.pace(far()).await.unwrap();
-    assert_eq!(t0.elapsed(), secs(2));
+    assert_eq!(t0.elapsed(), ms(2050));
     p.record(Outcome::Success, None);
     drop(p);
+    // The sibling goes the gap the retry was admitted at after it.
     let t1 = Instant::now();
     let _s = sibling.await.unwrap();
-    assert_eq!(t1.elapsed(), secs(1));
+    assert_eq!(t1.elapsed(), ms(2050));
 }
 
 #[tokio::test(start_paused = true)]
@@ -375,7 +395,7 @@ async fn a_spent_budget_never_fails_a_host_with_nothing_to_wait_for() {
     p.record(Outcome::Refused { retry_after: None }, None);
     drop(p);
     let err = gate.acquire(&a, spent).await.unwrap_err();
-    assert_eq!(err.wait, secs(2));
+    assert_eq!(err.wait, ms(2050));
 }
 
 fn ms(n: u64) -> Duration {
@@ -440,30 +460,207 @@ async fn a_gap_the_host_refused_is_never_sent_again_after_the_warm_window() {
     let a = key("http://a.test/");
     send(&gate, &a, ms(10), Outcome::Success).await;
     tokio::time::sleep(ms(290)).await;
-    // Sent 300 ms after the admitted send: refused, without Retry-After.
-    send(&gate, &a, ms(10), Outcome::Refused { retry_after: None }).await;
-    let floor = gate.state_of(&a).floor.unwrap();
-    assert!(floor > ms(300), "{floor:?}");
+    // Sent 300 ms after the admitted send: refused, with a Retry-After (so no known-good
+    // spacing is learned, only the refused gap).
+    send(
+        &gate,
+        &a,
+        ms(10),
+        Outcome::Refused {
+            retry_after: Some(ms(100)),
+        },
+    )
+    .await;
+    let refused = gate.state_of(&a).window.refused.unwrap();
+    assert_eq!(refused, ms(300));
     // Long after the host cooled down and the warm window lapsed...
     tokio::time::sleep(secs(200)).await;
     assert_eq!(
         send(&gate, &a, ms(10), Outcome::Success).await,
         Duration::ZERO
     );
-    // ...the next send still waits out the floor from the last admitted send's start.
+    // ...the next send still clears the refused gap from the last admitted send's start.
     let waited = send(&gate, &a, ms(10), Outcome::Success).await;
-    assert_eq!(waited, floor - ms(10));
+    assert_eq!(waited, window::floor_gap(refused) - ms(10));
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_floor_only_grows_and_is_capped() {
+async fn the_refused_gap_only_grows_and_is_capped() {
     let p = GateParams::default();
     let gate = Gate::new(p);
     let a = key("http://a.test/");
     send(&gate, &a, ms(1), Outcome::Success).await;
+    tokio::time::sleep(secs(40)).await;
+    send(
+        &gate,
+        &a,
+        ms(1),
+        Outcome::Refused {
+            retry_after: Some(secs(1)),
+        },
+    )
+    .await;
+    assert_eq!(gate.state_of(&a).window.refused, Some(secs(40) + ms(1)));
+    tokio::time::sleep(secs(5)).await;
+    send(
+        &gate,
+        &a,
+        ms(1),
+        Outcome::Refused {
+            retry_after: Some(secs(1)),
+        },
+    )
+    .await;
+    assert!(gate.state_of(&a).window.refused.unwrap() > secs(40));
+    // A refusal long after the last admitted send says nothing of the window.
     tokio::time::sleep(secs(500)).await;
-    send(&gate, &a, ms(1), Outcome::Refused { retry_after: None }).await;
-    assert_eq!(gate.state_of(&a).floor, Some(p.max_cooldown));
+    send(
+        &gate,
+        &a,
+        ms(1),
+        Outcome::Refused {
+            retry_after: Some(secs(1)),
+        },
+    )
+    .await;
+    assert!(gate.state_of(&a).window.refused.unwrap() <= p.max_cooldown);
+}
+
+/// A simulated host admitting one request per `window` (counted from the last admitted
+/// request's arrival, as the benchmarks' origin counts), answering `latency` after each
+/// arrival, refusing without `Retry-After` otherwise; `window_at(n)` may change the window
+/// before the n-th request. Drives `n` requests one after another through `gate` as the
+/// HTTP client does (a refused request re-enters the gate holding its permit, while its
+/// budget allows). Returns (admitted, refusals, the start of each send and whether it was
+/// admitted, elapsed).
+async fn drive(
+    gate: &Gate,
+    n: usize,
+    budget: Duration,
+    window_at: impl Fn(usize) -> Duration,
+) -> (usize, usize, Vec<(Duration, bool)>, Duration) {
+    let host = key("http://silent.test/");
+    let t0 = Instant::now();
+    let latency = ms(5);
+    let mut last_admitted: Option<Instant> = None;
+    let (mut admitted, mut refusals) = (0, 0);
+    let mut log = Vec::new();
+    for i in 0..n {
+        let window = window_at(i);
+        let deadline = Instant::now() + budget;
+        let Ok(mut permit) = gate.acquire(&host, deadline).await else {
+            continue;
+        };
+        for _ in 0..crate::http::MAX_SENDS {
+            permit.start_send();
+            let at = Instant::now();
+            let ok = last_admitted.is_none_or(|t| at - t >= window);
+            log.push((at - t0, ok));
+            tokio::time::sleep(latency).await;
+            if ok {
+                last_admitted = Some(at);
+                admitted += 1;
+                permit.record(Outcome::Success, Some(200));
+                break;
+            }
+            refusals += 1;
+            permit.record(Outcome::Refused { retry_after: None }, Some(429));
+            if permit.pace(deadline).await.is_err() {
+                break;
+            }
+        }
+    }
+    (admitted, refusals, log, t0.elapsed())
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_36_a_silent_two_second_host_is_refused_once_and_then_spaced_by_what_worked() {
+    let gate = Gate::new(GateParams::default());
+    let (ok, refusals, log, took) = drive(&gate, 12, secs(60), |_| secs(2)).await;
+    assert_eq!((ok, refusals), (12, 1), "{log:?}");
+    // An oracle that knows the window sends the 12th request 22 s after the first.
+    let oracle = secs(22);
+    assert!(took <= oracle.mul_f64(1.25), "{took:?} {log:?}");
+    let w = gate.state_of(&key("http://silent.test/")).window;
+    assert!(
+        w.good.unwrap() >= secs(2) && w.good.unwrap() < ms(2100),
+        "{w:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_36_an_eight_second_host_is_found_by_the_ladder_in_three_refusals() {
+    let gate = Gate::new(GateParams::default());
+    let (ok, refusals, log, took) = drive(&gate, 8, secs(150), |_| secs(8)).await;
+    assert_eq!((ok, refusals), (8, 3), "{log:?}");
+    let refused: Vec<Duration> = log.iter().filter(|(_, ok)| !ok).map(|(t, _)| *t).collect();
+    // The ladder's gaps after the admitted send at 0: ~0, 2, 4; then 8 is admitted.
+    assert!(refused[1] >= secs(2) && refused[1] < secs(3), "{log:?}");
+    assert!(refused[2] >= secs(4) && refused[2] < secs(5), "{log:?}");
+    assert!(took <= secs(56).mul_f64(1.3), "{took:?} {log:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_36_a_window_that_widens_mid_run_is_refused_at_most_twice_more() {
+    let gate = Gate::new(GateParams::default());
+    let (ok, refusals, log, _) = drive(
+        &gate,
+        10,
+        secs(60),
+        |i| if i < 5 { secs(2) } else { secs(6) },
+    )
+    .await;
+    assert_eq!(ok, 10, "{log:?}");
+    // The first contact, then at most two while the wider window is found.
+    assert!(refusals <= 3, "{refusals} {log:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_36_a_success_never_erases_the_known_spacing_and_a_probe_waits_for_a_run() {
+    let gate = Gate::new(GateParams::default());
+    let host = key("http://silent.test/");
+    let (_, _, log, _) = drive(&gate, 1 + window::PROBE_RUN as usize, secs(60), |_| secs(2)).await;
+    let starts: Vec<Duration> = log.iter().filter(|(_, ok)| *ok).map(|(t, _)| *t).collect();
+    // Every admitted send after the first learned one keeps the known-good gap.
+    let good = gate.state_of(&host).window.good.unwrap();
+    for pair in starts[1..].windows(2) {
+        assert!(pair[1] - pair[0] >= good, "{log:?}");
+    }
+    // A run of admitted sends makes the next one a probe of a shorter gap, once.
+    let state = gate.state_of(&host);
+    let probe = state
+        .window
+        .probe_gap(Instant::now())
+        .expect("a probe is due");
+    assert!(probe < good && probe >= good / 2, "{probe:?} {good:?}");
+    let (_, refusals, log, _) = drive(&gate, 3, secs(60), |_| secs(2)).await;
+    // The probe was refused (the window is 2 s); the next sends go back to the known gap.
+    assert_eq!(refusals, 1, "{log:?}");
+    let state = gate.state_of(&host);
+    assert_eq!(state.window.good, Some(good));
+    assert!(state.window.refused.unwrap() >= probe);
+    assert_eq!(state.window.probe_gap(Instant::now()), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn issue_36_a_window_that_shrinks_is_found_by_probes() {
+    let gate = Gate::new(GateParams::default());
+    let host = key("http://silent.test/");
+    drive(&gate, 4, secs(60), |_| secs(4)).await;
+    let before = gate.state_of(&host).window.good.unwrap();
+    // The host now admits one request a second: probes after each run move the known gap
+    // down to the refused one, no further while that is known...
+    let (_, refusals, _, _) = drive(&gate, 60, secs(60), |_| secs(1)).await;
+    assert_eq!(refusals, 0);
+    let w = gate.state_of(&host).window;
+    let (good, refused) = (w.good.unwrap(), w.refused.unwrap());
+    assert!(good < before && good > refused, "{before:?} -> {w:?}");
+    // ...and once it is forgotten (a floor lifetime after the refusal), below it.
+    tokio::time::advance(GateParams::default().floor_lifetime).await;
+    let (_, refusals, log, _) = drive(&gate, 60, secs(60), |_| secs(1)).await;
+    let after = gate.state_of(&host).window.good.unwrap();
+    assert!(after < secs(1) + ms(300), "{good:?} -> {after:?} {log:?}");
+    assert!(refusals <= 3, "{refusals} {log:?}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -866,7 +1063,8 @@ mod properties {
                 s.apply(&p, Event::SendStart { at: now });
                 s.apply(&p, Event::Ended { sent_at: now, at: now, outcome, status: None });
                 prop_assert!(s.pacing(now) <= p.max_cooldown.max(p.sticky_spacing));
-                prop_assert!(s.floor.is_none_or(|f| f <= p.max_cooldown));
+                prop_assert!(s.window.refused.is_none_or(|f| f <= p.max_cooldown));
+                prop_assert!(s.window.good.is_none_or(|f| f <= p.max_cooldown));
             }
         }
     }

@@ -171,6 +171,8 @@ impl FileStore {
             })
     }
 
+    /// Replaces `path` with `state`: flushed, then renamed, on the calling thread (the
+    /// update does not yield meanwhile: this process's other sends read the same state).
     fn write(&self, path: &Path, state: &StoredHost) -> Result<(), StoreError> {
         let bytes = serde_json::to_vec(state).map_err(|source| StoreError::Corrupt {
             host: state.host.clone(),
@@ -180,8 +182,7 @@ impl FileStore {
             .map_err(io("cannot create a temporary file in", &self.dir))?;
         tmp.write_all(&bytes)
             .map_err(io("cannot write", tmp.path()))?;
-        tmp.persist(path)
-            .map_err(|e| io("cannot replace", path)(e.error))?;
+        crate::durable::persist(tmp, path).map_err(|e| io("cannot replace", path)(e.error))?;
         Ok(())
     }
 
@@ -363,6 +364,7 @@ mod tests {
             quota_reset_ms: None,
             updated_ms: 1,
             cleared_until_ms: None,
+            ..StoredHost::default()
         }
     }
 

@@ -15,6 +15,7 @@ pub(crate) mod file;
 pub(crate) mod records;
 mod redis;
 mod stored;
+pub(crate) mod watch;
 
 use crate::model::WarningCode;
 use std::sync::Arc;

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::gate::{GateParams, HostKey, HostState};
+use crate::gate::{GateParams, HostKey, HostState, Window};
 
 /// The longest a stored crawl delay is taken to apply (a robots.txt is re-read daily).
 pub(crate) const CRAWL_DELAY_LIFETIME_CAP: Duration = Duration::from_secs(86_400);
@@ -77,7 +77,7 @@ pub(crate) fn wall_ms(t: SystemTime) -> u64 {
 }
 
 /// One host's learned state as stored (times in Unix milliseconds).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct StoredHost {
     /// The host key (`host:port`).
     pub host: String,
@@ -89,11 +89,31 @@ pub(crate) struct StoredHost {
     pub depth: u32,
     /// The last `Retry-After`, capped.
     pub last_retry_after_ms: Option<u64>,
-    /// The learned floor: the least gap after an admitted send.
+    /// The widest gap after an admitted send that the host refused (the learned floor).
     pub floor_ms: Option<u64>,
-    /// The floor is enforced until this time (a floor lifetime after the last refusal).
+    /// The refused gap is enforced until this time (a floor lifetime after the refusal).
     #[serde(default)]
     pub floor_until_ms: Option<u64>,
+    /// The narrowest gap after an admitted send that the host admitted since it refused
+    /// without `Retry-After`: the spacing known to work.
+    #[serde(default)]
+    pub spacing_ms: Option<u64>,
+    /// The known-good spacing is kept until this time (a window lifetime after the last
+    /// refusal).
+    #[serde(default)]
+    pub spacing_until_ms: Option<u64>,
+    /// The host's last refusal came without `Retry-After`.
+    #[serde(default)]
+    pub silent: bool,
+    /// When the latest send started, while a gap is known.
+    #[serde(default)]
+    pub last_sent_ms: Option<u64>,
+    /// Admitted sends in a row since the last refusal or probe.
+    #[serde(default)]
+    pub run: u32,
+    /// When the send probing a shorter gap started, while its answer is out.
+    #[serde(default)]
+    pub probe_ms: Option<u64>,
     /// When the last admitted send started.
     pub last_admitted_ms: Option<u64>,
     /// The last HTTP status the host answered.
@@ -129,8 +149,14 @@ impl StoredHost {
             warm_until_ms: state.warm_until.map(|t| clock.wall_of(t)),
             depth: state.depth,
             last_retry_after_ms: state.last_retry_after.map(ms),
-            floor_ms: state.floor.map(ms),
-            floor_until_ms: state.floor_until.map(|t| clock.wall_of(t)),
+            floor_ms: state.window.refused.map(ms),
+            floor_until_ms: state.window.refused_until.map(|t| clock.wall_of(t)),
+            spacing_ms: state.window.good.map(ms),
+            spacing_until_ms: state.window.good_until.map(|t| clock.wall_of(t)),
+            silent: state.window.silent,
+            last_sent_ms: state.window.last_sent.map(|t| clock.wall_of(t)),
+            run: state.window.run,
+            probe_ms: state.window.probe.map(|t| clock.wall_of(t)),
             last_admitted_ms: state.last_admitted.map(|t| clock.wall_of(t)),
             last_status: state.last_status,
             crawl_delay_ms: state.crawl_delay.map(ms),
@@ -165,6 +191,12 @@ impl StoredHost {
             last_retry_after_ms: None,
             floor_ms: None,
             floor_until_ms: None,
+            spacing_ms: None,
+            spacing_until_ms: None,
+            silent: false,
+            last_sent_ms: None,
+            run: 0,
+            probe_ms: None,
             last_admitted_ms: None,
             last_status: None,
             crawl_delay_ms: None,
@@ -185,12 +217,14 @@ impl StoredHost {
     /// for a clear marker, the marker itself). `None`: nothing in it is enforced.
     pub(crate) fn lapses_ms(&self) -> Option<u64> {
         let floor_until = self.floor_ms.and(self.floor_until_ms);
+        let spacing_until = self.spacing_ms.and(self.spacing_until_ms);
         let crawl_until = self.crawl_delay_ms.and(self.crawl_delay_until_ms);
         let quota_until = self.quota_remaining.and(self.quota_reset_ms);
         [
             self.next_allowed_ms,
             self.warm_until_ms,
             floor_until,
+            spacing_until,
             crawl_until,
             quota_until,
             self.cleared_until_ms,
@@ -227,10 +261,20 @@ impl StoredHost {
                 .and_then(|ms| clock.instant_of(ms, p.warm_window)),
             depth: self.depth.min(64),
             last_retry_after: self.last_retry_after_ms.map(capped),
-            floor: self.floor_ms.map(capped),
-            floor_until: self
-                .floor_until_ms
-                .and_then(|ms| clock.instant_of(ms, p.floor_lifetime)),
+            window: Window {
+                refused: self.floor_ms.map(capped),
+                refused_until: self
+                    .floor_until_ms
+                    .and_then(|ms| clock.instant_of(ms, p.floor_lifetime)),
+                good: self.spacing_ms.map(capped),
+                good_until: self
+                    .spacing_until_ms
+                    .and_then(|ms| clock.instant_of(ms, p.window_lifetime)),
+                silent: self.silent,
+                last_sent: self.last_sent_ms.and_then(past),
+                run: self.run,
+                probe: self.probe_ms.and_then(past),
+            },
             last_admitted: self.last_admitted_ms.and_then(past),
             last_status: self.last_status,
             crawl_delay: self.crawl_delay_ms.map(capped),
@@ -261,6 +305,12 @@ impl StoredHost {
             last_retry_after_ms: self.last_retry_after_ms.map(|d| d.min(ms(p.max_cooldown))),
             floor_ms: self.floor_ms.map(|d| d.min(ms(p.max_cooldown))),
             floor_until_ms: limit(self.floor_until_ms, p.floor_lifetime),
+            spacing_ms: self.spacing_ms.map(|d| d.min(ms(p.max_cooldown))),
+            spacing_until_ms: limit(self.spacing_until_ms, p.window_lifetime),
+            silent: self.silent,
+            last_sent_ms: self.last_sent_ms.map(|t| t.min(now)),
+            run: self.run,
+            probe_ms: self.probe_ms.map(|t| t.min(now)),
             last_admitted_ms: self.last_admitted_ms.map(|t| t.min(now)),
             last_status: self.last_status,
             crawl_delay_ms: self.crawl_delay_ms.map(|d| d.min(ms(p.max_cooldown))),
@@ -268,7 +318,10 @@ impl StoredHost {
             quota_remaining: self.quota_remaining,
             quota_reset_ms: limit(self.quota_reset_ms, p.max_cooldown),
             updated_ms: self.updated_ms.min(now),
-            cleared_until_ms: limit(self.cleared_until_ms, p.floor_lifetime.max(p.warm_window)),
+            cleared_until_ms: limit(
+                self.cleared_until_ms,
+                p.window_lifetime.max(p.floor_lifetime).max(p.warm_window),
+            ),
         };
         (fixed != *self).then_some(fixed)
     }
@@ -291,8 +344,16 @@ mod tests {
             warm_until: Some(now + Duration::from_secs(100)),
             depth: 2,
             last_retry_after: Some(Duration::from_secs(5)),
-            floor: Some(Duration::from_millis(700)),
-            floor_until: Some(now + Duration::from_secs(3000)),
+            window: Window {
+                refused: Some(Duration::from_millis(700)),
+                refused_until: Some(now + Duration::from_secs(3000)),
+                good: Some(Duration::from_millis(900)),
+                good_until: Some(now + Duration::from_secs(80_000)),
+                silent: true,
+                last_sent: Some(now - Duration::from_secs(2)),
+                run: 7,
+                probe: Some(now - Duration::from_secs(1)),
+            },
             last_admitted: Some(now - Duration::from_secs(3)),
             last_status: Some(429),
             crawl_delay: Some(Duration::from_secs(2)),
@@ -330,6 +391,12 @@ mod tests {
             last_retry_after_ms: Some(u64::MAX),
             floor_ms: Some(u64::MAX),
             floor_until_ms: Some(u64::MAX),
+            spacing_ms: Some(u64::MAX),
+            spacing_until_ms: Some(u64::MAX),
+            silent: true,
+            last_sent_ms: Some(u64::MAX),
+            run: u32::MAX,
+            probe_ms: Some(u64::MAX),
             last_admitted_ms: Some(u64::MAX),
             last_status: Some(429),
             crawl_delay_ms: None,
@@ -343,8 +410,14 @@ mod tests {
         let s = stored.to_state(clock, &p);
         assert_eq!(s.next_allowed, Some(clock.instant + p.max_cooldown));
         assert_eq!(s.warm_until, Some(clock.instant + p.warm_window));
-        assert_eq!(s.floor, Some(p.max_cooldown));
-        assert_eq!(s.floor_until, Some(clock.instant + p.floor_lifetime));
+        assert_eq!(s.window.refused, Some(p.max_cooldown));
+        assert_eq!(
+            s.window.refused_until,
+            Some(clock.instant + p.floor_lifetime)
+        );
+        assert_eq!(s.window.good, Some(p.max_cooldown));
+        assert_eq!(s.window.good_until, Some(clock.instant + p.window_lifetime));
+        assert_eq!(s.window.last_sent, Some(clock.instant));
         assert_eq!(s.last_retry_after, Some(p.max_cooldown));
         assert_eq!(s.last_admitted, Some(clock.instant));
         assert_eq!(s.updated, Some(clock.instant));

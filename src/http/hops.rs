@@ -1,8 +1,9 @@
 //! Every hop of a request, in one place: the redirect chain, and the checks each hop
 //! passes before anything is sent to it — an http(s) URL with a host, the private-network
 //! guard on an address literal (names are checked as they resolve, `guard.rs`), and the
-//! caller's own check ([`HopCheck`]: a page read's robots.txt, asked of the hop's own host).
-//! A hop that fails a check is never requested.
+//! caller's own check ([`HopCheck`]: a page read's robots.txt, asked of the hop's own host,
+//! with the whole chain that led to the hop, so the robots.txt read carries what that chain
+//! allows). A hop that fails a check is never requested.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,7 +12,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::classify::{gate_refusal, join_chain};
-use super::{Client, GetRequest, Response, Tally, guard, send};
+use super::{Client, GetRequest, Lineage, Response, Tally, guard, send};
 use crate::error::{Error, Result};
 use crate::gate::HostKey;
 
@@ -22,8 +23,9 @@ pub type HopFuture<'a> = Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>>;
 /// the hop is sent (a page read: the hop host's robots.txt allows it). An error is the
 /// request's answer.
 pub trait HopCheck: Send + Sync + std::fmt::Debug {
-    /// `Ok` when `url` may be requested; `deadline` is the call's gate budget.
-    fn check<'a>(&'a self, url: &'a Url, deadline: Instant) -> HopFuture<'a>;
+    /// `Ok` when `url` may be requested; `reached` is the whole chain that led to it, `url`
+    /// last (any request the check makes is led by it); `deadline` is the call's gate budget.
+    fn check<'a>(&'a self, url: &'a Url, reached: &'a Lineage, deadline: Instant) -> HopFuture<'a>;
 }
 
 impl Client {
@@ -35,10 +37,21 @@ impl Client {
         let mut url = first.clone();
         let mut chain: Vec<Url> = vec![url.clone()];
         loop {
-            let key = self.check_hop(&url, &chain, req).await?;
+            // The whole chain to this hop: what led to the request, then its own hops.
+            let mut reached = req.led_by.clone();
+            for u in &chain {
+                reached.push(u.clone());
+            }
+            let key = self.check_hop(&url, &chain, &reached, req).await?;
             // What this hop sends beyond the request: its own rule's, and nobody else's.
-            let plan =
-                super::site::plan(&self.inner.settings, &url, &first, &chain, creds.as_ref())?;
+            let plan = super::site::plan(
+                &self.inner.settings,
+                &url,
+                &first,
+                &chain,
+                &req.led_by,
+                creds.as_ref(),
+            )?;
             let permits = plan
                 .rule
                 .and_then(|r| r.host_concurrency)
@@ -56,11 +69,14 @@ impl Client {
                 .map_err(|t| gate_refusal(t, None, None))?;
             tally.gate_wait += permit.waited();
             let hop = self
-                .send_with_one_retry(&mut permit, &url, req, tally, &plan)
+                .send_until_admitted(&mut permit, &url, req, tally, &plan)
                 .await?;
             drop(permit);
             let next = match hop {
-                send::Hop::Done(resp) => return Ok(*resp),
+                send::Hop::Done(mut resp) => {
+                    resp.lineage = reached;
+                    return Ok(*resp);
+                }
                 // Credentials a server puts in a Location are not ours to send.
                 send::Hop::Redirect(next) => crate::redact::split_userinfo(&next).0,
             };
@@ -87,8 +103,15 @@ impl Client {
 
     /// The checks of one hop (`url`, the last of `chain`), in order: its scheme, its host
     /// (the gate's key, returned), the private-network guard, the caller's [`HopCheck`].
-    /// No permit is held meanwhile (the caller's check may read a robots.txt).
-    async fn check_hop(&self, url: &Url, chain: &[Url], req: &GetRequest<'_>) -> Result<HostKey> {
+    /// No permit is held meanwhile (the caller's check may read a robots.txt, led by
+    /// `reached`).
+    async fn check_hop(
+        &self,
+        url: &Url,
+        chain: &[Url],
+        reached: &Lineage,
+        req: &GetRequest<'_>,
+    ) -> Result<HostKey> {
         let from = chain.len().checked_sub(2).and_then(|i| chain.get(i));
         if !matches!(url.scheme(), "http" | "https") {
             let reason = match from {
@@ -113,7 +136,7 @@ impl Client {
             guard::refuse_literal(url)?;
         }
         if let Some(check) = req.hops {
-            check.check(url, req.deadline).await?;
+            check.check(url, reached, req.deadline).await?;
         }
         Ok(key)
     }

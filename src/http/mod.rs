@@ -6,11 +6,15 @@
 //! slot (other processes), last, right before the send — a slot busy elsewhere is let go of
 //! and polled for, holding nothing else; then a conditional GET within the size and time
 //! limits, whose outcome the gate learns (and publishes to the shared store) before the
-//! slots are let go. A refusal re-enters the gate once.
+//! slots are let go. A refusal re-enters the gate at the front of its host's queue and is
+//! sent again when the gate next allows it, while the call's budget covers the wait (at most
+//! [`MAX_SENDS`] sends).
 
 mod classify;
 mod guard;
+pub(crate) use guard::refuse_literal;
 mod hops;
+mod lineage;
 pub(crate) mod quota;
 mod send;
 mod site;
@@ -33,7 +37,13 @@ use crate::payload::Payload;
 use classify::gate_refusal;
 pub use classify::parse_retry_after;
 pub use hops::{HopCheck, HopFuture};
+pub use lineage::Lineage;
 use send::Sent;
+
+/// The most sends one request makes to a host that refuses it: the first, then one per rung
+/// of the gate's ladder (2, 4, 8, 16, 32 s, then the 60 s cap) while the call's budget covers
+/// the wait.
+pub const MAX_SENDS: u32 = 7;
 
 /// What the `Accept` header asks for when fetching feeds.
 pub const ACCEPT_FEEDS: &str = "application/rss+xml, application/atom+xml, application/feed+json, \
@@ -73,6 +83,9 @@ pub struct GetRequest<'a> {
     pub refuse: Option<Refuse>,
     /// What the caller asks of every hop before it is sent (a page read's robots.txt).
     pub hops: Option<&'a dyn HopCheck>,
+    /// What led to this request (empty: the caller's own): what each hop carries is
+    /// decided on the whole chain.
+    pub led_by: Lineage,
     /// A window the caller's body must have a place in before it is sent for (the pages a
     /// process has in flight): taken once the host's turn has come, so a body waiting on a
     /// slow host's pacing holds no place; handed back in the [`Exchange`].
@@ -101,6 +114,9 @@ pub struct Response {
     /// Whether the request that got it carried credentials (a config rule's auth or
     /// secret header, or the URL's own): its body is private to this user.
     pub credentialed: bool,
+    /// The whole chain that got it: what led to the request, then its hops, `final_url`
+    /// last (what the body's links lead to follows it).
+    pub lineage: Lineage,
 }
 
 /// A GET's result with what it cost.
@@ -287,29 +303,21 @@ impl Client {
             .and_then(|r| r.host_concurrency)
     }
 
-    /// Who a request for `url` is made as: a fingerprint of the credentials its first hop
-    /// sends (`None`: none), so a cached private body is served to the same user only.
-    pub(crate) fn credential_id(&self, url: &Url) -> Option<String> {
-        use sha2::Digest;
-        let (bare, creds) = crate::redact::split_userinfo(url);
-        let plan = site::plan(&self.inner.settings, &bare, &bare, &[], creds.as_ref()).ok()?;
-        plan.credentials.as_ref()?;
-        let mut h = sha2::Sha256::new();
-        h.update(b"rss credentials\0");
-        let mut names: Vec<_> = plan.headers.keys().map(|k| k.as_str()).collect();
-        names.sort_unstable();
-        for name in names {
-            if name == "user-agent" {
-                continue;
-            }
-            h.update(name.as_bytes());
-            for v in plan.headers.get_all(name) {
-                h.update(b"\0");
-                h.update(v.as_bytes());
-            }
-            h.update(b"\n");
-        }
-        Some(hex::encode(&h.finalize()[..8]))
+    /// Who a request for `url` that `led_by` led to is made as: a fingerprint of the
+    /// credentials its first hop sends under the store's `key` (`None`: none sent), so a
+    /// cached private body is served to the same user only.
+    pub(crate) fn credential_id(
+        &self,
+        url: &Url,
+        led_by: &Lineage,
+        key: &crate::cache::CredentialKey,
+    ) -> Option<String> {
+        site::credential_id(&self.inner.settings, url, led_by, key)
+    }
+
+    /// Whether a request for `url` that `led_by` led to sends credentials on its first hop.
+    pub(crate) fn sends_credentials(&self, url: &Url, led_by: &Lineage) -> bool {
+        site::sends_credentials(&self.inner.settings, url, led_by)
     }
 
     /// The gate every send goes through.
@@ -447,7 +455,7 @@ impl Client {
         }
     }
 
-    async fn send_with_one_retry(
+    async fn send_until_admitted(
         &self,
         permit: &mut Permit,
         url: &Url,
@@ -455,10 +463,12 @@ impl Client {
         tally: &mut Tally,
         plan: &site::Plan<'_>,
     ) -> Result<send::Hop> {
-        let mut refused_once = false;
+        let mut sends = 0;
+        let mut forbidden = 0;
         loop {
             let cleared = self.clear_to_send(permit, req, tally).await?;
             tally.attempts += 1;
+            sends += 1;
             let sent = self
                 .send_once(permit, url, req, &mut tally.notes, plan)
                 .await;
@@ -471,32 +481,32 @@ impl Client {
                     retry_after_raw,
                 } => (status, retry_after_raw),
             };
-            if !refused_once {
-                refused_once = true;
-                // The retry goes back through the gate at the front of the host's queue:
-                // when its wait cannot fit the budget, the call fails now, sending nothing.
-                match permit.pace(req.deadline).await {
-                    Ok(slept) => {
-                        tally.gate_wait += slept;
-                        continue;
-                    }
-                    Err(t) => return Err(gate_refusal(t, Some(status), retry_after_raw)),
-                }
-            }
             // A 403 that persists is a block, not a window, unless it says when to come
             // back; 429 and 503 ask for a wait.
             if status == StatusCode::FORBIDDEN && retry_after_raw.is_none() {
-                return Err(Error::HttpStatus {
-                    status: status.as_u16(),
-                    url: url.to_string(),
+                forbidden += 1;
+                if forbidden >= 2 {
+                    return Err(Error::HttpStatus {
+                        status: status.as_u16(),
+                        url: url.to_string(),
+                    });
+                }
+            }
+            if sends >= MAX_SENDS {
+                return Err(Error::RateLimited {
+                    wait: permit.pacing(),
+                    http_status: Some(status.as_u16()),
+                    retry_after: retry_after_raw,
+                    host: permit.host().to_string(),
                 });
             }
-            return Err(Error::RateLimited {
-                wait: permit.pacing(),
-                http_status: Some(status.as_u16()),
-                retry_after: retry_after_raw,
-                host: permit.host().to_string(),
-            });
+            // The request goes back through the gate at the front of its host's queue, for
+            // the next send the gate knows to be safe: when that cannot fit the budget, the
+            // call fails now, sending nothing.
+            match permit.pace(req.deadline).await {
+                Ok(slept) => tally.gate_wait += slept,
+                Err(t) => return Err(gate_refusal(t, Some(status), retry_after_raw)),
+            }
         }
     }
 

@@ -280,6 +280,7 @@ impl Client {
             received_ms: crate::cache::now_ms(),
             freshness: crate::cache::freshness::read(&headers, SystemTime::now()),
             credentialed: plan.credentials.is_some(),
+            lineage: super::Lineage::none(),
         };
         if status == StatusCode::NOT_MODIFIED {
             self.answered(permit, Outcome::Success, status, quota, notes)

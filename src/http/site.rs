@@ -1,14 +1,19 @@
 //! What one hop of a request sends beyond the request itself, decided afresh for each hop
 //! of a redirect chain: the headers, credentials and User-Agent of the config rule that
-//! matches that hop's URL (and only of that rule), the first URL's own credentials for its
-//! origin only, and the route (straight, the environment's proxies, or the rule's proxy).
-//! A hop that leaves a rule's scope carries nothing of it (as curl without
-//! `--location-trusted`); a redirect from https down to http carries no credentials.
+//! matches that hop's URL (and only of that rule), the caller's own URL's credentials for
+//! its origin only, and the route (straight, the environment's proxies, or the rule's
+//! proxy). A hop that leaves a rule's scope carries nothing of it (as curl without
+//! `--location-trusted`). It is the one place that decides, for every request the process
+//! makes (feeds, redirects, robots.txt, article pages, discovery): it sees what led to the
+//! request ([`Lineage`]: the feed read over https that linked to a page, the hop a
+//! robots.txt is read for), and a plain-http hop after any https step of that whole chain
+//! carries no secret, however the step was taken.
 
 use base64::Engine as _;
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use url::Url;
 
+use super::Lineage;
 use crate::error::{Error, Result};
 use crate::redact::{Secret, UrlCredentials};
 use crate::settings::{Auth, HeaderSource, ProxyChoice, Rule, SecretSlot, Settings};
@@ -82,19 +87,23 @@ fn expose<'s>(rule: &Rule, slot: &'s SecretSlot) -> Result<&'s Secret> {
     })
 }
 
-/// What the hop to `hop` sends, for a request that started at `first` (without its
-/// credentials, which are `creds`) and reached `hop` through `earlier` (the chain so far,
-/// `first` among them, `hop` may close it; empty for the first): a plain-http hop after any
-/// https one is a downgrade, and carries no secret.
+/// What the hop to `hop` sends, for a request that `led_by` led to (empty: the caller's
+/// own), that started at `first` (without its credentials, which are `creds`) and reached
+/// `hop` through `earlier` (its own hops so far, `first` among them; empty for the first):
+/// a plain-http hop after any https step of the whole chain is a downgrade, and carries no
+/// secret. A URL's own credentials are the caller's only in a request of the caller's own:
+/// those of a link a document gave (an item's page) are dropped like a `Location`'s.
 pub(super) fn plan<'a>(
     settings: &'a Settings,
     hop: &Url,
     first: &Url,
     earlier: &[Url],
+    led_by: &Lineage,
     creds: Option<&UrlCredentials>,
 ) -> Result<Plan<'a>> {
     let rule = settings.rule_for(hop);
-    let downgraded = hop.scheme() == "http" && earlier.iter().any(|u| u.scheme() == "https");
+    let downgraded = hop.scheme() == "http"
+        && (led_by.went_https() || earlier.iter().any(|u| u.scheme() == "https"));
     let mut headers = HeaderMap::new();
     let mut credentials = None;
     if let Some(r) = rule {
@@ -127,6 +136,8 @@ pub(super) fn plan<'a>(
     }
     // The URL's own credentials are for its origin, and win over a rule's there.
     if let Some(c) = creds
+        && led_by.is_empty()
+        && !downgraded
         && origin(hop) == origin(first)
     {
         headers.insert(header::AUTHORIZATION, basic(&c.user, c.password.as_ref())?);
@@ -144,6 +155,48 @@ pub(super) fn plan<'a>(
         credentials,
         route,
     })
+}
+
+/// The plan of a request's first hop, for the fingerprint of what it sends.
+fn first_hop<'a>(settings: &'a Settings, url: &Url, led_by: &Lineage) -> Option<Plan<'a>> {
+    let (bare, creds) = crate::redact::split_userinfo(url);
+    plan(settings, &bare, &bare, &[], led_by, creds.as_ref()).ok()
+}
+
+/// Whether a request for `url` that `led_by` led to sends credentials on its first hop.
+pub(super) fn sends_credentials(settings: &Settings, url: &Url, led_by: &Lineage) -> bool {
+    first_hop(settings, url, led_by).is_some_and(|p| p.credentials.is_some())
+}
+
+/// Who a request for `url` that `led_by` led to is made as (`None`: no credentials): an
+/// HMAC of what its first hop sends beyond the request (every header but the User-Agent)
+/// under the cache's own `key`, so the fingerprint a cached private body keeps cannot be
+/// checked against guessed passwords without that key.
+pub(super) fn credential_id(
+    settings: &Settings,
+    url: &Url,
+    led_by: &Lineage,
+    key: &crate::cache::CredentialKey,
+) -> Option<String> {
+    use hmac::Mac;
+    let plan = first_hop(settings, url, led_by)?;
+    plan.credentials.as_ref()?;
+    let mut mac = key.mac();
+    mac.update(b"rss credentials v2\0");
+    let mut names: Vec<_> = plan.headers.keys().map(|k| k.as_str()).collect();
+    names.sort_unstable();
+    for name in names {
+        if name == "user-agent" {
+            continue;
+        }
+        mac.update(name.as_bytes());
+        for v in plan.headers.get_all(name) {
+            mac.update(b"\0");
+            mac.update(v.as_bytes());
+        }
+        mac.update(b"\n");
+    }
+    Some(hex::encode(&mac.finalize().into_bytes()[..16]))
 }
 
 #[cfg(test)]

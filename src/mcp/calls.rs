@@ -292,11 +292,11 @@ impl Server {
             },
         };
         let deadline = self.call_deadline(a.timeout_seconds);
-        let mut out = ops::url_within(
+        let (mut out, feed_lineage) = ops::url_within(
             &self.ctx,
             deadline,
             &a.feed_url,
-            ops::show_item(&self.ctx, &a.feed_url, &a.id, opts),
+            ops::show_item_traced(&self.ctx, &a.feed_url, &a.id, opts),
         )
         .await?;
         if article {
@@ -311,7 +311,7 @@ impl Server {
                 article_opts.cache = CacheMode::MaxAge(std::time::Duration::MAX);
             }
             let (article, warnings) =
-                ops::read_item_article(&self.ctx, &out.item, &article_opts).await;
+                ops::read_item_article(&self.ctx, &out.item, &feed_lineage, &article_opts).await;
             out.item.article = Some(Box::new(article));
             out.warnings.extend(warnings);
         }

@@ -218,6 +218,7 @@ pub async fn serve(
         .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
         .with_cancellation_token(stop.child_token());
     let server = Server::new(ctx);
+    let watching = server.clone();
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
     let guard = Guard {
         token: opts.token.clone(),
@@ -237,6 +238,7 @@ pub async fn serve(
         async move {
             shutdown.await;
             tracing::info!("shutting down on a signal");
+            watching.shut_watches().await;
             stop.cancel();
             let _ = stopped_tx.send(());
         }

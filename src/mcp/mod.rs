@@ -5,7 +5,9 @@ mod answer;
 mod args;
 mod calls;
 pub mod http;
+mod listen;
 mod progress;
+mod resources;
 mod stdio;
 pub mod tools;
 
@@ -13,9 +15,10 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, SubscriptionFilter, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
@@ -28,6 +31,8 @@ use tools::ToolName;
 pub struct Server {
     ctx: Arc<Context>,
     tools: Arc<Vec<Tool>>,
+    /// The feeds listeners subscribed to, each checked once for all of them.
+    watch: crate::watch::Watcher,
 }
 
 /// Kept from a call's deadline for what comes after the work: paging, serialising, sending.
@@ -46,10 +51,22 @@ impl Server {
 
     /// A server over this shared context.
     pub fn new(ctx: Context) -> Server {
+        let ctx = Arc::new(ctx);
+        // A check reads the items to compare them, and renders none of their bodies.
+        let render = crate::feed::RenderOptions {
+            format: crate::feed::ContentFormat::None,
+            max_content_chars: None,
+        };
         Server {
-            ctx: Arc::new(ctx),
+            watch: crate::watch::Watcher::of_context(ctx.clone(), render, false),
+            ctx,
             tools: Arc::new(tools::all()),
         }
+    }
+
+    /// Ends every listen gracefully and stops every watch (the server shuts down).
+    pub(crate) async fn shut_watches(&self) {
+        self.watch.shut().await;
     }
 }
 
@@ -58,8 +75,9 @@ impl Server {
 pub async fn serve(ctx: Context, shutdown: impl std::future::Future) -> Result<()> {
     let transport = stdio::transport(tokio::io::stdin(), tokio::io::stdout());
     tokio::pin!(shutdown);
+    let server = Server::new(ctx);
     let init = tokio::select! {
-        r = Server::new(ctx).serve(transport) => r,
+        r = server.clone().serve(transport) => r,
         _ = &mut shutdown => return Ok(()),
     };
     let running = match init {
@@ -77,6 +95,8 @@ pub async fn serve(ctx: Context, shutdown: impl std::future::Future) -> Result<(
         }
         _ = &mut shutdown => {
             tracing::info!("shutting down on a signal");
+            // Listens end with their own result before the calls are cancelled.
+            server.shut_watches().await;
             cancel.cancel();
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), waiting).await;
         }
@@ -116,9 +136,15 @@ impl Server {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("rss", env!("CARGO_PKG_VERSION")))
-            .with_instructions(tools::instructions())
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build(),
+        )
+        .with_server_info(Implementation::new("rss", env!("CARGO_PKG_VERSION")))
+        .with_instructions(tools::instructions())
     }
 
     async fn list_tools(
@@ -127,6 +153,38 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListResourcesResult, McpError> {
+        // Every feed URL is a resource; none is listed.
+        Ok(ListResourcesResult::default())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ReadResourceResponse, McpError> {
+        let cancelled = context.ct.clone();
+        tokio::select! {
+            r = self.read_feed(request.uri, &context) => r.map(Into::into),
+            _ = cancelled.cancelled() => Err(McpError::internal_error("the request was cancelled", None)),
+        }
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(self.accepted_feeds(requested))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> std::result::Result<(), McpError> {
+        self.listen_feeds(context).await
     }
 
     async fn call_tool(

@@ -157,6 +157,10 @@ pub fn instructions() -> String {
          What is new since last time: fetch_feed with a `reader` name and `unseen: true`; handle the \
          items, then ack_delivery with the result's `delivery_token` (reading alone marks nothing: an \
          item not acknowledged comes again).\n\
+         Instead of polling: each feed URL is a resource (resources/read gives fetch_feed's result \
+         with ttlMs, how long it stays fresh); subscriptions/listen to feed URLs sends \
+         notifications/resources/updated when a feed's items change, checked on the feed's own \
+         schedule, once for every listener.\n\
          Error codes:\n",
     );
     for code in ErrorCode::all() {

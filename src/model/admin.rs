@@ -77,11 +77,21 @@ pub struct HostInfo {
     pub warm_until: Option<String>,
     /// Refusals in a row while warm (each success steps it down by one); 0 when not warm.
     pub depth: u32,
-    /// The learned floor in milliseconds: no request goes sooner than this after the last
-    /// admitted one (the host once refused a narrower gap); `null` when none is enforced.
+    /// The learned floor in milliseconds: the widest gap after an admitted request that the
+    /// host refused, so no request goes at this gap or sooner after the last admitted one;
+    /// `null` when none is enforced.
     pub floor_ms: Option<u64>,
-    /// When the floor stops being enforced (a floor lifetime after the last refusal).
+    /// When the floor stops being enforced (a floor lifetime after the refusal that taught it).
     pub floor_until: Option<String>,
+    /// The spacing known to work, in milliseconds: the narrowest gap between two requests'
+    /// starts that a host refusing without `Retry-After` admitted since; requests are spaced
+    /// by it. `null` when none is known.
+    pub spacing_ms: Option<u64>,
+    /// When the known spacing is forgotten (a window lifetime after the last refusal).
+    pub spacing_until: Option<String>,
+    /// Admitted requests still to go at the known spacing before one probes a shorter gap;
+    /// `null` when no probe is planned (nothing known, or the window is known closely).
+    pub probe_after: Option<u32>,
     /// The host's last `Retry-After` while warm, in milliseconds (it sets the spacing).
     pub last_retry_after_ms: Option<u64>,
     /// The last HTTP status the host answered.

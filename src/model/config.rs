@@ -53,6 +53,11 @@ pub struct EffectiveSettings {
     pub respect_robots: bool,
     /// The MCP server's deadline per call, in seconds.
     pub call_timeout_seconds: u64,
+    /// The shortest interval a watched feed that says nothing of its schedule is checked
+    /// at, in seconds.
+    pub watch_min_interval_seconds: u64,
+    /// The longest interval between two checks of a watched feed, in seconds.
+    pub watch_max_interval_seconds: u64,
 }
 
 /// One rule as it is in force.

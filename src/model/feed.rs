@@ -112,10 +112,30 @@ pub struct FeedResult {
     pub cached_at: Option<String>,
     /// Age of the served cached copy in seconds, for cached answers.
     pub cache_age_seconds: Option<u64>,
-    /// Until when the server's own freshness (`Cache-Control: max-age`, `Expires`, capped by
-    /// `--max-freshness`) lets the copy be served with no request (UTC RFC 3339); `null`
-    /// when it says nothing.
+    /// Until when the copy may be served with no request (UTC RFC 3339): the later of the
+    /// server's own freshness (`Cache-Control: max-age`, `Expires`) and the feed's declared
+    /// schedule (`<ttl>`, `sy:updatePeriod` / `sy:updateFrequency`), capped by
+    /// `--max-freshness`; `null` when neither says anything (or the server said `no-cache`).
     pub fresh_until: Option<String>,
+    /// Which rule set `fresh_until`; `null` when it is `null`.
+    pub fresh_by: Option<FreshBy>,
+}
+
+/// The rule that set a feed's `fresh_until`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FreshBy {
+    /// The server's `Cache-Control: max-age`.
+    CacheControl,
+    /// The server's `Expires` (less its `Date`).
+    Expires,
+    /// The feed's RSS `<ttl>`.
+    Ttl,
+    /// The feed's `sy:updatePeriod` / `sy:updateFrequency`.
+    SyUpdatePeriod,
+    /// `--max-freshness` (or a config rule's `max_freshness`): what the server or the feed
+    /// said was longer.
+    MaxFreshness,
 }
 
 /// What a feed says about itself (flattened into [`FeedResult`]).
@@ -142,9 +162,15 @@ pub struct FeedMeta {
     /// subcategories, `dc:subject`).
     pub categories: Vec<String>,
     /// How often the feed says it changes, in seconds: RSS `<ttl>`, or the syndication
-    /// module's `sy:updatePeriod` / `sy:updateFrequency`. Reported only: freshness comes
-    /// from the server's headers.
+    /// module's `sy:updatePeriod` / `sy:updateFrequency`. It counts as freshness (see
+    /// `fresh_until`) and spaces a watch's checks.
     pub declared_ttl_seconds: Option<u64>,
+    /// Hours of the day (UTC, 0-23) in which the feed asks not to be read (RSS
+    /// `skipHours`), ascending; a watch makes no check in them.
+    pub skip_hours: Vec<u32>,
+    /// Days (UTC: `Monday` ... `Sunday`) on which the feed asks not to be read (RSS
+    /// `skipDays`), Monday first; a watch makes no check on them.
+    pub skip_days: Vec<String>,
 }
 
 /// How an item's `id` was derived.
@@ -305,6 +331,17 @@ pub enum NdjsonRecord {
     Error(ErrorObject),
     /// The last line: totals for the run.
     Summary(Box<NdjsonSummary>),
+}
+
+/// One line of `rss watch`, tagged by `type`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WatchRecord {
+    /// A new item of a watched feed, printed once, as it appears.
+    Item(Box<NdjsonItem>),
+    /// With `--reader`: the delivery of the items printed since the last such line (of one
+    /// feed's check); `rss ack` takes its `token`.
+    Delivery(super::Delivery),
 }
 
 /// The result of `rss discover`.

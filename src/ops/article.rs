@@ -13,6 +13,7 @@ use crate::cache::{Entry, Kind};
 use crate::date;
 use crate::error::Error;
 use crate::feed::{self, RenderOptions, estimate_tokens, truncate_chars};
+use crate::http::Lineage;
 use crate::inputs::{Input, Source};
 use crate::model::{
     ArticleOutput, ArticleResult, FeedStatus, PageWarning, SCHEMA_VERSION, WarningCode,
@@ -169,10 +170,12 @@ pub(crate) async fn read_batch(
         })
         .collect();
     let share = CallShare::default();
+    // Pages the caller named: nothing led to them.
+    let named = Lineage::none();
     run_batch(
         jobs,
         ctx.config.gate.host_concurrency,
-        |input| read_cut(ctx, input, opts, deadline, &share),
+        |input| read_cut(ctx, input, &named, opts, deadline, &share),
         on_progress,
     )
     .await
@@ -181,9 +184,12 @@ pub(crate) async fn read_batch(
 /// [`read_one`] in the process's window of pages in flight, within the call's deadline
 /// (`opts.deadline`): past it, a page still being read is `EXTRACTION_TIMEOUT`
 /// (`cut_by: "call"`), one still waiting for its host `RATE_LIMITED` with its host's wait.
+/// `led_by` is what led to the page (the chain its feed was read through; empty for a
+/// page the caller named).
 pub(crate) async fn read_cut(
     ctx: &Context,
     input: Input,
+    led_by: &Lineage,
     opts: &ArticleOptions,
     deadline: Instant,
     share: &CallShare,
@@ -199,7 +205,7 @@ pub(crate) async fn read_cut(
             Ok(place) => place,
             Err(e) => return PageOutcome::failed(&name, &e, opts),
         };
-        read_one(ctx, input, opts, deadline, &extracting).await
+        read_one(ctx, input, led_by, opts, deadline, &extracting).await
     };
     super::deadline::within(opts.deadline, work, || {
         // Read when the deadline comes: a page being read, or waiting behind its call's
@@ -216,6 +222,7 @@ pub(crate) async fn read_cut(
 pub(crate) async fn read_one(
     ctx: &Context,
     input: Input,
+    led_by: &Lineage,
     opts: &ArticleOptions,
     deadline: Instant,
     extracting: &Extracting,
@@ -237,7 +244,14 @@ pub(crate) async fn read_one(
             }
             Err(e) => PageOutcome::failed(&url, &e, opts),
         },
-        Source::Http(page) => read_http(ctx, &url, page, opts, deadline, extracting).await,
+        Source::Http(page) => {
+            let page = Read {
+                url: &url,
+                page,
+                led_by,
+            };
+            read_http(ctx, page, opts, deadline, extracting).await
+        }
     }
 }
 
@@ -344,20 +358,29 @@ async fn from_entry(
     o
 }
 
+/// A page to read over http(s).
+struct Read<'a> {
+    /// The page as given (the cache key, and the name in the output).
+    url: &'a str,
+    page: Url,
+    /// What led to it.
+    led_by: &'a Lineage,
+}
+
 async fn read_http(
     ctx: &Context,
-    url: &str,
-    page: Url,
+    read: Read<'_>,
     opts: &ArticleOptions,
     deadline: Instant,
     extracting: &Extracting,
 ) -> PageOutcome {
+    let Read { url, page, led_by } = read;
     // robots.txt is asked before a cached copy is served, and again of every hop sent; the
     // owner's rule for each hop's site decides over the caller's choice.
     let since = opts.started.unwrap_or_else(Instant::now);
     let robots =
         super::robots::RobotsGuard::new(ctx, opts.cache, since).by_default(opts.respect_robots);
-    if let Err(e) = robots.allow(&page, deadline).await {
+    if let Err(e) = robots.allow(&page, &led_by.then(&page), deadline).await {
         return PageOutcome::failed(url, &e, opts);
     }
     let f = ctx
@@ -375,6 +398,7 @@ async fn read_http(
                 .applies_anywhere()
                 .then_some(&robots as &dyn crate::http::HopCheck),
             window: Some(ctx.pages.semaphore()),
+            led_by: led_by.clone(),
         })
         .await;
     // The page's place in the window, held until it is read.
@@ -411,10 +435,12 @@ async fn read_http(
 }
 
 /// Reads `item`'s page as an article (`get_item` with `article: true`); an item with no
-/// page gets an error result saying so.
+/// page gets an error result saying so. `feed` is what [`super::show_item_traced`] said the
+/// item's feed was read through: the page is a request it led to.
 pub async fn read_item_article(
     ctx: &Context,
     item: &crate::model::Item,
+    feed: &Lineage,
     opts: &ArticleOptions,
 ) -> (ArticleResult, Vec<crate::model::Warning>) {
     let page = item
@@ -425,6 +451,7 @@ pub async fn read_item_article(
     let o = read_cut(
         ctx,
         page,
+        feed,
         opts,
         super::deadline::gate_deadline(ctx, opts.deadline),
         &CallShare::default(),

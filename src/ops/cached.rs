@@ -10,7 +10,7 @@ use url::Url;
 use super::{CacheMode, Context, blocking};
 use crate::cache::{Cache, Entry, Kind, Lookup, Meta};
 use crate::error::{Error, ErrorCode};
-use crate::http::{Exchange, GetRequest, Refuse, Response, Validators};
+use crate::http::{Exchange, GetRequest, Lineage, Refuse, Response, Validators};
 use crate::model::{FeedStatus, WarningCode};
 use crate::payload::Payload;
 
@@ -38,6 +38,9 @@ pub(crate) struct CachedGet<'a> {
     pub hops: Option<&'a dyn crate::http::HopCheck>,
     /// The window a body sent for must have a place in ([`crate::http::GetRequest::window`]).
     pub window: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+    /// What led to this request (a feed to its item's page, a page to its robots.txt;
+    /// empty: the caller's own): what it carries is decided on the whole chain.
+    pub led_by: Lineage,
 }
 
 /// What the GET gave.
@@ -64,10 +67,16 @@ pub(crate) struct Fetched {
     /// Findings for the caller's output: a damaged entry, a failed write, a stale copy
     /// served, the host store's warnings.
     pub warnings: Vec<(WarningCode, String)>,
-    /// Until when (Unix ms) the server's own freshness covers what is served, if it does.
+    /// Until when (Unix ms) the server's own freshness (or the feed's declared schedule, as
+    /// last read) covers what is served, if it does.
     pub fresh_until_ms: Option<u64>,
+    /// What the freshness of what is served is made of (`None` for a stale copy or a
+    /// failure): a feed's caller adds the schedule its body declares.
+    pub basis: Option<crate::cache::freshness::Basis>,
     /// The place in the request's window, when it asked for one and a send was made.
     pub window: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// The chain that got what is served (what its links lead to follows it).
+    pub lineage: Lineage,
 }
 
 impl Fetched {
@@ -78,9 +87,25 @@ impl Fetched {
             gate_wait: std::time::Duration::ZERO,
             warnings: Vec::new(),
             fresh_until_ms: None,
+            basis: None,
             window: None,
+            lineage: Lineage::none(),
         }
     }
+}
+
+/// The chain a cached copy was fetched through, after what led to the request now.
+pub(super) fn lineage_of(led_by: &Lineage, e: &Entry) -> Lineage {
+    let mut l = Lineage::cached(None, None, e.meta.via_https);
+    for step in led_by.steps() {
+        l.push(step.clone());
+    }
+    for u in [&e.meta.feed_url, &e.meta.final_url] {
+        if let Ok(u) = Url::parse(u) {
+            l.push(u);
+        }
+    }
+    l
 }
 
 /// Looks `key` up in `cache`, off the async threads; a damaged entry is a miss plus a
@@ -131,9 +156,53 @@ impl Context {
             .map(|c| c.of(kind))
     }
 
+    /// Who a request for `url` that `led_by` led to is made as, for the cache: `None` when
+    /// it sends no credentials; `Err` when it does and no key can fingerprint them (its
+    /// body is then not cached).
+    pub(crate) async fn credential_id(
+        &self,
+        url: &Url,
+        led_by: &Lineage,
+    ) -> Result<Option<String>, ()> {
+        if !self.client.sends_credentials(url, led_by) {
+            return Ok(None);
+        }
+        let Some(cache) = self.cache.clone() else {
+            return Err(());
+        };
+        let key = blocking(move || cache.credential_key())
+            .await
+            .ok()
+            .flatten()
+            .ok_or(())?;
+        self.client
+            .credential_id(url, led_by, &key)
+            .map(Some)
+            .ok_or(())
+    }
+
+    /// The longest a copy of `url` is served on what its server or its feed says of its
+    /// freshness: its config rule's `max_freshness`, else `--max-freshness`.
+    pub(crate) fn freshness_cap(&self, url: &url::Url) -> std::time::Duration {
+        self.client
+            .settings()
+            .rule_for(url)
+            .and_then(|r| r.max_freshness)
+            .unwrap_or(self.config.max_freshness)
+    }
+
     /// Gets `req.url` through the cache and the gate.
     pub(crate) async fn cached_get(&self, req: CachedGet<'_>) -> Fetched {
-        let cache = self.cache_of(req.kind, req.mode);
+        // A private body is another user's unless it was fetched with these credentials;
+        // credentials that cannot be fingerprinted are not cached at all.
+        let mut cache = self.cache_of(req.kind, req.mode);
+        let mut credential_id = None;
+        if cache.is_some() {
+            match self.credential_id(&req.url, &req.led_by).await {
+                Ok(id) => credential_id = id,
+                Err(()) => cache = None,
+            }
+        }
         // A body in a window has its place before it is in memory: a cached one's before it
         // is loaded, a new one's once its host's turn has come (taken by the client).
         let mut window = req.window;
@@ -145,8 +214,6 @@ impl Context {
             window = None;
         }
         let (mut cached, corrupt) = load(cache.as_ref(), req.key).await;
-        // A private body is another user's unless it was fetched with these credentials.
-        let credential_id = self.client.credential_id(&req.url);
         cached = cached.filter(|e| e.meta.credential_id == credential_id);
         let mut warnings = Vec::new();
         if let Some(msg) = corrupt {
@@ -154,12 +221,7 @@ impl Context {
         }
         // A fresh copy never reaches the gate: younger than --max-age, or still covered by
         // the server's own freshness.
-        let cap = self
-            .client
-            .settings()
-            .rule_for(&req.url)
-            .and_then(|r| r.max_freshness)
-            .unwrap_or(self.config.max_freshness);
+        let cap = self.freshness_cap(&req.url);
         let now_ms = crate::cache::now_ms();
         let fresh = |e: &Entry| match req.mode {
             CacheMode::MaxAge(max) => e.meta.age(Utc::now()).is_some_and(|age| age < max),
@@ -168,8 +230,12 @@ impl Context {
         };
         if let Some(entry) = cached.take_if(|e| fresh(e)) {
             let until = entry.meta.is_fresh(now_ms, cap);
+            let lineage = lineage_of(&req.led_by, &entry);
+            let basis = entry.meta.basis();
             let mut f = Fetched::new(Got::Cached(entry, FeedStatus::Ok));
+            f.lineage = lineage;
             f.fresh_until_ms = until;
+            f.basis = Some(basis);
             f.warnings = warnings;
             f.window = held;
             return f;
@@ -183,6 +249,7 @@ impl Context {
                 accept: req.accept,
                 refuse: req.refuse,
                 hops: req.hops,
+                led_by: req.led_by.clone(),
                 window,
             })
             .await;
@@ -192,10 +259,17 @@ impl Context {
                 .map(|w| (w.code, w.message)),
         );
         let mut fresh_until_ms = None;
+        let mut lineage = Lineage::none();
+        let mut basis = None;
+        // A new body is stored with the schedule its feed declared last time (a feed's
+        // caller corrects it once the body is read, if it changed).
+        let declared = cached.as_ref().and_then(|e| e.meta.declared);
         let got = match ex.result {
             Ok(resp) if resp.not_modified => match self.not_modified(&cache, cached, &resp).await {
                 Ok(entry) => {
                     fresh_until_ms = entry.meta.is_fresh(crate::cache::now_ms(), cap);
+                    lineage = resp.lineage;
+                    basis = Some(entry.meta.basis());
                     Got::Cached(entry, FeedStatus::NotModified)
                 }
                 Err(e) => Got::Failed(e),
@@ -206,6 +280,7 @@ impl Context {
                     let key = req.key.to_owned();
                     let _ = blocking(move || c.forget(&key)).await;
                 }
+                lineage = resp.lineage.clone();
                 Got::Fresh(resp)
             }
             Ok(resp) => {
@@ -214,11 +289,25 @@ impl Context {
                     .lifetime
                     .filter(|_| !resp.freshness.no_cache)
                     .map(|l| resp.received_ms + l.min(cap).as_millis() as u64);
+                // Whether the request's own hops (not what led to it) went over https.
+                let via_https = resp
+                    .lineage
+                    .steps()
+                    .iter()
+                    .skip(req.led_by.steps().len())
+                    .any(|u| u.scheme() == "https");
+                basis = Some(basis_of(&resp, declared));
+                let stored = Stored {
+                    credential_id,
+                    via_https,
+                    declared,
+                };
                 let (resp, store_warning) =
-                    store_fresh(cache.as_ref(), req.key, resp, credential_id).await;
+                    store_fresh(cache.as_ref(), req.key, resp, stored).await;
                 if let Some(w) = store_warning {
                     warnings.push((WarningCode::CacheWriteFailed, w));
                 }
+                lineage = resp.lineage.clone();
                 Got::Fresh(resp)
             }
             Err(err) => match cached {
@@ -237,6 +326,7 @@ impl Context {
                             err.code().as_str()
                         ),
                     ));
+                    lineage = lineage_of(&req.led_by, &entry);
                     Got::Stale(entry)
                 }
                 _ => Got::Failed(err),
@@ -248,7 +338,9 @@ impl Context {
             gate_wait: ex.gate_wait,
             warnings,
             fresh_until_ms,
+            basis,
             window: held.or(ex.window),
+            lineage,
         }
     }
 
@@ -286,14 +378,47 @@ impl Context {
     }
 }
 
+/// What the freshness of a new response is made of (with the schedule its feed declared
+/// when last read).
+fn basis_of(
+    resp: &Response,
+    declared: Option<crate::cache::freshness::Declared>,
+) -> crate::cache::freshness::Basis {
+    crate::cache::freshness::Basis {
+        received_ms: resp.received_ms,
+        server_until_ms: resp
+            .freshness
+            .lifetime
+            .map(|l| resp.received_ms.saturating_add(l.as_millis() as u64)),
+        from_expires: resp.freshness.from_expires,
+        no_cache: resp.freshness.no_cache,
+        declared,
+    }
+}
+
+/// What an entry records beside the response itself.
+struct Stored {
+    /// The keyed fingerprint of the credentials it was fetched with.
+    credential_id: Option<String>,
+    /// A hop of its own chain was https.
+    via_https: bool,
+    /// The schedule its feed declared when last read.
+    declared: Option<crate::cache::freshness::Declared>,
+}
+
 /// Stores a fresh response as `key`'s cache entry (when a cache is in use), off the async
 /// threads; gives the response back, with a warning when the write failed.
 async fn store_fresh(
     cache: Option<&Cache>,
     key: &str,
     resp: Response,
-    credential_id: Option<String>,
+    stored: Stored,
 ) -> (Response, Option<String>) {
+    let Stored {
+        credential_id,
+        via_https,
+        declared,
+    } = stored;
     let Some(cache) = cache.cloned() else {
         return (resp, None);
     };
@@ -309,6 +434,8 @@ async fn store_fresh(
             freshness: resp.freshness,
             credentialed: resp.credentialed,
             credential_id: credential_id.as_deref(),
+            via_https,
+            declared,
         };
         let warning = cache.store(&req, &resp.body).err().map(|e| e.to_string());
         (resp, warning)
@@ -328,6 +455,7 @@ async fn store_fresh(
                 received_ms: 0,
                 freshness: Default::default(),
                 credentialed: false,
+                lineage: Lineage::none(),
             },
             Some(e.to_string()),
         ),

@@ -39,6 +39,8 @@ fn effective(config: &Config) -> EffectiveSettings {
         },
         respect_robots: config.respect_robots,
         call_timeout_seconds: config.call_timeout.as_secs(),
+        watch_min_interval_seconds: config.watch.min_interval.as_secs(),
+        watch_max_interval_seconds: config.watch.max_interval.as_secs(),
     }
 }
 

@@ -206,6 +206,7 @@ impl Cut<'_> {
                 cached_at: feed.cached_at.clone(),
                 cache_age_seconds: feed.cache_age_seconds,
                 fresh_until: feed.fresh_until.clone(),
+                fresh_by: feed.fresh_by,
             };
             if self.slim && taken[f] == 0 {
                 slim(&mut shown);

@@ -30,6 +30,8 @@ pub async fn discover(ctx: &Context, site_url: &str) -> Result<DiscoverOutput> {
                     refuse: None,
                     hops: None,
                     window: None,
+                    // A site the caller named: nothing led to it.
+                    led_by: crate::http::Lineage::none(),
                 })
                 .await;
             exchange = super::exchange_warnings(&input.feed_url, &mut ex);

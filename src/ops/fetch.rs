@@ -7,11 +7,12 @@ use url::Url;
 
 use super::cached::{CachedGet, Got};
 use super::{Context, FetchOptions, compute};
+use crate::cache::freshness::{Basis, Declared};
 use crate::cache::{Entry, Kind};
 use crate::date;
 use crate::error::Error;
 use crate::feed::{self, Built};
-use crate::http::ACCEPT_FEEDS;
+use crate::http::{ACCEPT_FEEDS, Lineage};
 use crate::inputs::{Input, Source};
 use crate::model::{
     FeedMeta, FeedResult, FeedStatus, FetchOutput, SCHEMA_VERSION, Truncation, Warning,
@@ -24,6 +25,10 @@ struct FeedOutcome {
     feed: FeedResult,
     warnings: Vec<Warning>,
     built: Built,
+    /// The chain the feed was read through: its items' pages are requests it led to.
+    lineage: Lineage,
+    /// The schedule the feed's body declares, when it was read and declares one.
+    declared: Option<Declared>,
 }
 
 fn blank(feed_url: &str) -> FeedResult {
@@ -42,6 +47,7 @@ fn blank(feed_url: &str) -> FeedResult {
         cached_at: None,
         cache_age_seconds: None,
         fresh_until: None,
+        fresh_by: None,
     }
 }
 
@@ -53,6 +59,8 @@ impl FeedOutcome {
             feed,
             warnings: Vec::new(),
             built: Built::default(),
+            lineage: Lineage::none(),
+            declared: None,
         }
     }
 
@@ -93,7 +101,8 @@ pub async fn fetch_feeds(
     // With `--articles`, an item's page is read as soon as its feed is in, beside the
     // other feeds: the gate queues each page on its host like any send, so a strict
     // host's pages never hold up another host's feeds.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize, Input)>();
+    let (tx, mut rx) =
+        tokio::sync::mpsc::unbounded_channel::<(usize, usize, Input, std::sync::Arc<Lineage>)>();
     // With `--dedupe drop`, a page is not read for an item certain to be dropped.
     let claims = super::dedupe::Claims::default();
     let claims = &claims;
@@ -117,6 +126,7 @@ pub async fn fetch_feeds(
                             super::Dedupe::Drop => claims.claim(index, &o.feed.items),
                             _ => Vec::new(),
                         };
+                        let lineage = std::sync::Arc::new(o.lineage.clone());
                         for (i, item) in o.feed.items.iter().enumerate() {
                             if doomed.contains(&i) {
                                 continue;
@@ -125,7 +135,7 @@ pub async fn fetch_feeds(
                                 .url
                                 .as_deref()
                                 .map_or_else(crate::inputs::no_link, crate::inputs::classify_link);
-                            let _ = tx.send((index, i, page));
+                            let _ = tx.send((index, i, page, lineage.clone()));
                         }
                     }
                     o
@@ -149,8 +159,8 @@ pub async fn fetch_feeds(
         loop {
             tokio::select! {
                 msg = rx.recv(), if open => match msg {
-                    Some((f, i, input)) => running.push(async move {
-                        (f, i, super::article::read_cut(ctx, input, &aopts, deadline, share).await)
+                    Some((f, i, input, led_by)) => running.push(async move {
+                        (f, i, super::article::read_cut(ctx, input, &led_by, &aopts, deadline, share).await)
                     }),
                     None => open = false,
                 },
@@ -226,7 +236,14 @@ async fn fetch_one(
     match input.source {
         Source::Invalid(err) => FeedOutcome::failed(&feed_url, &err),
         Source::File(path) => match ctx.read_local(&feed_url, &path).await {
-            Ok(body) => from_body(&feed_url, body, None, None, opts).await,
+            Ok(body) => {
+                let mut o = from_body(&feed_url, body, None, None, opts).await;
+                // Its items' links are a document's, not the caller's own.
+                let file = Url::from_file_path(std::path::absolute(&path).unwrap_or(path))
+                    .unwrap_or_else(|_| Url::parse("file:///").expect("a valid URL"));
+                o.lineage = Lineage::none().then(&file);
+                o
+            }
             Err(e) => FeedOutcome::failed(&feed_url, &e),
         },
         Source::Http(url) => fetch_http(ctx, &feed_url, url, opts, deadline).await,
@@ -283,10 +300,17 @@ async fn from_body(
                 items,
                 ..blank(feed_url)
             };
+            let declared = feed
+                .meta
+                .declared_ttl_seconds
+                .zip(p.declared_by)
+                .map(|(seconds, by)| Declared { seconds, by });
             let mut o = FeedOutcome {
                 feed,
                 warnings: Vec::new(),
                 built: p.built,
+                lineage: Lineage::none(),
+                declared,
             };
             for (code, msg) in warnings {
                 o.warn(code, msg);
@@ -331,6 +355,7 @@ async fn fetch_http(
     opts: &FetchOptions,
     deadline: Instant,
 ) -> FeedOutcome {
+    let cap = ctx.freshness_cap(&url);
     let f = ctx
         .cached_get(CachedGet {
             kind: Kind::Feed,
@@ -344,8 +369,10 @@ async fn fetch_http(
             refuse: None,
             hops: None,
             window: None,
+            led_by: Lineage::none(),
         })
         .await;
+    let served_cached = matches!(f.got, Got::Cached(..));
     let mut o = match f.got {
         Got::Cached(entry, status) => from_entry(feed_url, entry, status, opts).await,
         Got::Stale(entry) => from_entry(feed_url, entry, FeedStatus::Stale, opts).await,
@@ -375,7 +402,18 @@ async fn fetch_http(
     };
     o.feed.attempts = f.attempts;
     o.feed.gate_wait_ms = f.gate_wait.as_millis() as u64;
-    o.feed.fresh_until = f.fresh_until_ms.and_then(super::format_ms);
+    o.lineage = f.lineage;
+    if let Some(basis) = f.basis {
+        freshness(
+            ctx,
+            feed_url,
+            &mut o,
+            basis,
+            (cap, opts.cache),
+            served_cached,
+        )
+        .await;
+    }
     for (code, msg) in f.warnings {
         o.warn(code, msg);
     }
@@ -389,4 +427,40 @@ async fn fetch_http(
         "fetched"
     );
     o
+}
+
+/// Sets `o`'s `fresh_until` and `fresh_by` from what served it (`basis`) and the schedule
+/// its body declares, capped at `cap` (a copy served from the cache only while it is still
+/// fresh); and records that schedule with the cached copy when it changed, so the next
+/// fetch counts it before any request.
+async fn freshness(
+    ctx: &Context,
+    feed_url: &str,
+    o: &mut FeedOutcome,
+    mut basis: Basis,
+    (cap, mode): (std::time::Duration, super::CacheMode),
+    served_cached: bool,
+) {
+    // A body that could not be read as a feed declares nothing.
+    let declared = o.declared.filter(|_| o.feed.status != FeedStatus::Error);
+    let stored = basis.declared;
+    basis.declared = declared;
+    let now = crate::cache::now_ms();
+    if let Some((until, by)) = basis
+        .until(cap)
+        .filter(|(until, _)| !served_cached || now < *until)
+    {
+        o.feed.fresh_until = super::format_ms(until);
+        o.feed.fresh_by = Some(by);
+    }
+    if stored == declared {
+        return;
+    }
+    if let Some(cache) = ctx.cache_of(Kind::Feed, mode) {
+        let url = feed_url.to_owned();
+        let noted = super::blocking(move || cache.note_declared(&url, basis.received_ms, declared));
+        if let Ok(Err(e)) = noted.await {
+            o.warn(WarningCode::CacheWriteFailed, e.to_string());
+        }
+    }
 }

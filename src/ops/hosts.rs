@@ -18,6 +18,8 @@ fn info(s: &StoredHost, now_ms: u64) -> HostInfo {
     let live = |t: Option<u64>| t.filter(|&t| t > now_ms);
     let warm = live(s.warm_until_ms);
     let floor_until = live(s.floor_until_ms).filter(|_| s.floor_ms.is_some());
+    let spacing_until = live(s.spacing_until_ms).filter(|_| s.spacing_ms.is_some());
+    let spacing_ms = s.spacing_ms.filter(|_| spacing_until.is_some());
     let crawl_until = live(s.crawl_delay_until_ms).filter(|_| s.crawl_delay_ms.is_some());
     let quota_until = live(s.quota_reset_ms).filter(|_| s.quota_remaining.is_some());
     HostInfo {
@@ -27,6 +29,11 @@ fn info(s: &StoredHost, now_ms: u64) -> HostInfo {
         depth: if warm.is_some() { s.depth } else { 0 },
         floor_ms: s.floor_ms.filter(|_| floor_until.is_some()),
         floor_until: floor_until.and_then(time),
+        spacing_ms,
+        spacing_until: spacing_until.and_then(time),
+        probe_after: spacing_ms.and_then(|good| {
+            crate::gate::probe_after(good, s.floor_ms.filter(|_| floor_until.is_some()), s.run)
+        }),
         last_retry_after_ms: s.last_retry_after_ms.filter(|_| warm.is_some()),
         last_status: s.last_status,
         crawl_delay_ms: s.crawl_delay_ms.filter(|_| crawl_until.is_some()),

@@ -30,6 +30,7 @@ use crate::http::Client;
 use crate::model::{CacheListOutput, SCHEMA_VERSION, Warning};
 use crate::payload::Payload;
 
+pub use crate::http::Lineage;
 pub use crate::readers::{
     MARK_MAX_AGE, MAX_DELIVERIES, MAX_MARKS_PER_FEED, MAX_NAME_CHARS, ReaderId, Scope,
     TOKEN_LIFETIME, View,
@@ -46,7 +47,7 @@ pub use readers::{
     prepare, readers_forget, readers_list,
 };
 pub use request::{CachePolicy, FetchRequest};
-pub use show::{ShowOptions, show_item};
+pub use show::{ShowOptions, show_item, show_item_traced};
 
 /// What one process shares between all operations: one HTTP client (so one gate and one
 /// connection pool), the cache, and the configuration.
@@ -65,7 +66,7 @@ pub struct Context {
     /// The key this process signs page cursors with ([`pages`]).
     pub cursor_key: pages::CursorKey,
     /// The owner's config file: rules per site (shared with the client).
-    pub settings: std::sync::Arc<crate::settings::Settings>,
+    pub(crate) settings: std::sync::Arc<crate::settings::Settings>,
     /// Readers' delivery marks (under the state directory, or in the fleet's Redis), or
     /// why they cannot be kept.
     pub(crate) readers: Result<std::sync::Arc<crate::readers::Readers>, String>,
@@ -80,7 +81,7 @@ impl Context {
     }
 
     /// Builds the shared state from resolved configuration and the owner's config file.
-    pub fn with_settings(config: Config, settings: crate::settings::Settings) -> Context {
+    pub(crate) fn with_settings(config: Config, settings: crate::settings::Settings) -> Context {
         let settings = std::sync::Arc::new(settings);
         let client = Client::new(&config, crate::hosts::open(&config), settings.clone());
         let (cache, cache_warning) = match &config.cache_dir {

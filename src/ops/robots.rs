@@ -16,7 +16,7 @@ use super::{CacheMode, Context};
 use crate::article::robots::{self, Robots};
 use crate::cache::{Entry, Kind, now_ms};
 use crate::error::{Error, Result};
-use crate::http::{HopCheck, HopFuture};
+use crate::http::{HopCheck, HopFuture, Lineage};
 
 /// What the `Accept` header asks for when fetching a robots.txt.
 const ACCEPT_ROBOTS: &str = "text/plain, */*;q=0.5";
@@ -166,7 +166,15 @@ impl<'a> RobotsGuard<'a> {
 
     /// `Ok` when the robots.txt of `page`'s origin lets us read it; else
     /// `ROBOTS_DISALLOWED` naming the rule (or why the robots.txt could not be read).
-    pub(crate) async fn allow(&self, page: &Url, deadline: Instant) -> Result<()> {
+    /// `reached` is the whole chain that led to `page`, `page` last: a robots.txt read for
+    /// it is a request that chain led to, and carries only what the chain allows (none of
+    /// a rule's secrets over http after an https step).
+    pub(crate) async fn allow(
+        &self,
+        page: &Url,
+        reached: &Lineage,
+        deadline: Instant,
+    ) -> Result<()> {
         if !self.applies(page) {
             return Ok(());
         }
@@ -203,7 +211,7 @@ impl<'a> RobotsGuard<'a> {
                 k
             }
             None => {
-                let k = self.read(page, &robots_url, deadline).await;
+                let k = self.read(page, &robots_url, reached, deadline).await;
                 let mut memo = self
                     .ctx
                     .robots
@@ -263,8 +271,15 @@ impl<'a> RobotsGuard<'a> {
     }
 
     /// Reads `robots_url` (from the cache when the call's flags allow, else through the
-    /// gate), parses it, and teaches the gate its crawl delay for `page`'s host.
-    async fn read(&self, page: &Url, robots_url: &Url, deadline: Instant) -> Known {
+    /// gate, led by `reached`), parses it, and teaches the gate its crawl delay for
+    /// `page`'s host.
+    async fn read(
+        &self,
+        page: &Url,
+        robots_url: &Url,
+        reached: &Lineage,
+        deadline: Instant,
+    ) -> Known {
         let ctx = self.ctx;
         // Matched against the User-Agent this host is sent (its rule's, else the global one).
         let agent = ctx
@@ -310,6 +325,7 @@ impl<'a> RobotsGuard<'a> {
                         refuse: None,
                         hops: None,
                         window: None,
+                        led_by: reached.clone(),
                     })
                     .await;
                 match f.got {
@@ -410,8 +426,8 @@ impl<'a> RobotsGuard<'a> {
 }
 
 impl HopCheck for RobotsGuard<'_> {
-    fn check<'a>(&'a self, url: &'a Url, deadline: Instant) -> HopFuture<'a> {
-        Box::pin(self.allow(url, deadline))
+    fn check<'a>(&'a self, url: &'a Url, reached: &'a Lineage, deadline: Instant) -> HopFuture<'a> {
+        Box::pin(self.allow(url, reached, deadline))
     }
 }
 

@@ -8,7 +8,7 @@ use super::{CacheMode, Context, blocking};
 use crate::cache::Kind;
 use crate::error::{Error, Result};
 use crate::feed::{self, RenderOptions};
-use crate::http::ACCEPT_FEEDS;
+use crate::http::{ACCEPT_FEEDS, Lineage};
 use crate::inputs::{Source, classify};
 use crate::model::{Item, SCHEMA_VERSION, ShowOutput, Warning};
 use crate::payload::Payload;
@@ -29,6 +29,8 @@ struct FeedBody {
     doc_url: Option<Url>,
     from_cache: bool,
     fetched_at: Option<String>,
+    /// The chain it was read through (what its items' links lead to follows it).
+    lineage: Lineage,
 }
 
 async fn search(
@@ -54,6 +56,19 @@ pub async fn show_item(
     key: &str,
     opts: ShowOptions,
 ) -> Result<ShowOutput> {
+    show_item_traced(ctx, feed_url, key, opts)
+        .await
+        .map(|(out, _)| out)
+}
+
+/// [`show_item`], with the chain the item's feed was read through (for
+/// [`super::read_item_article`]: its page is a request that chain led to).
+pub async fn show_item_traced(
+    ctx: &Context,
+    feed_url: &str,
+    key: &str,
+    opts: ShowOptions,
+) -> Result<(ShowOutput, Lineage)> {
     let input = classify(feed_url);
     let feed_url = input.feed_url.clone();
     let mut warnings = ctx.standing_warnings();
@@ -64,12 +79,15 @@ pub async fn show_item(
         Source::Invalid(e) => return Err(e),
         Source::File(path) => {
             let body = ctx.read_local(&feed_url, &path).await?;
+            let file = Url::from_file_path(std::path::absolute(&path).unwrap_or(path))
+                .unwrap_or_else(|_| Url::parse("file:///").expect("a valid URL"));
             let src = FeedBody {
                 body,
                 content_type: None,
                 doc_url: None,
                 from_cache: false,
                 fetched_at: None,
+                lineage: Lineage::none().then(&file),
             };
             return finish(&feed_url, key, src, opts, warnings).await;
         }
@@ -80,18 +98,29 @@ pub async fn show_item(
     if let Some(m) = corrupt {
         warn(WarningCode::CacheEntryCorrupt, m);
     }
-    let credential_id = ctx.client.credential_id(&url);
-    if let Some(entry) = cached.filter(|e| !opts.refresh && e.meta.credential_id == credential_id) {
+    // A private copy is served only to the credentials it was fetched with (none that
+    // can be fingerprinted: none).
+    let credential_id = ctx.credential_id(&url, &Lineage::none()).await;
+    let cached = cached.filter(|e| {
+        !opts.refresh
+            && credential_id
+                .as_ref()
+                .is_ok_and(|id| e.meta.credential_id == *id)
+    });
+    if let Some(entry) = cached {
         let fetched_at = entry.meta.fetched_at.clone();
+        let lineage = super::cached::lineage_of(&Lineage::none(), &entry);
         let src = FeedBody {
             doc_url: Url::parse(&entry.meta.final_url).ok(),
             content_type: entry.meta.content_type,
             body: entry.body,
             from_cache: true,
             fetched_at: Some(fetched_at.clone()),
+            lineage: lineage.clone(),
         };
         if let Some(found) = search(&feed_url, src, key, opts.render).await? {
-            return Ok(output(&feed_url, found, true, Some(fetched_at), warnings));
+            let out = output(&feed_url, found, true, Some(fetched_at), warnings);
+            return Ok((out, lineage));
         }
     }
     let f = ctx
@@ -107,6 +136,7 @@ pub async fn show_item(
             refuse: None,
             hops: None,
             window: None,
+            led_by: Lineage::none(),
         })
         .await;
     for (code, msg) in f.warnings {
@@ -119,6 +149,7 @@ pub async fn show_item(
             doc_url: Url::parse(&entry.meta.final_url).ok(),
             from_cache: true,
             fetched_at: Some(entry.meta.fetched_at),
+            lineage: f.lineage,
         },
         Got::Fresh(resp) => FeedBody {
             body: resp.body,
@@ -126,6 +157,7 @@ pub async fn show_item(
             doc_url: Some(resp.final_url),
             from_cache: false,
             fetched_at: Some(crate::date::format(&chrono::Utc::now())),
+            lineage: f.lineage,
         },
         Got::Failed(e) => return Err(e),
     };
@@ -138,10 +170,14 @@ async fn finish(
     src: FeedBody,
     opts: ShowOptions,
     warnings: Vec<Warning>,
-) -> Result<ShowOutput> {
+) -> Result<(ShowOutput, Lineage)> {
     let (from_cache, fetched_at) = (src.from_cache, src.fetched_at.clone());
+    let lineage = src.lineage.clone();
     match search(feed_url, src, key, opts.render).await? {
-        Some(found) => Ok(output(feed_url, found, from_cache, fetched_at, warnings)),
+        Some(found) => Ok((
+            output(feed_url, found, from_cache, fetched_at, warnings),
+            lineage,
+        )),
         None => Err(Error::NotFound {
             feed_url: crate::error::echo(feed_url),
             key: crate::error::echo(key),

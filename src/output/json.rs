@@ -144,6 +144,7 @@ mod tests {
             cached_at: None,
             cache_age_seconds: None,
             fresh_until: None,
+            fresh_by: None,
         }
     }
 

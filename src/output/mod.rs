@@ -161,6 +161,9 @@ pub enum SchemaKind {
     /// `rss readers forget`.
     #[strum(serialize = "readers-forget")]
     ReadersForget,
+    /// One line of `rss watch`.
+    #[strum(serialize = "watch")]
+    Watch,
     /// `rss ack` (and MCP `ack_delivery`).
     #[strum(serialize = "ack")]
     Ack,
@@ -215,6 +218,7 @@ pub fn schema(kind: SchemaKind) -> Value {
         SchemaKind::Readers => generator.into_root_schema_for::<ReadersOutput>(),
         SchemaKind::ReadersForget => generator.into_root_schema_for::<ForgetOutput>(),
         SchemaKind::Ack => generator.into_root_schema_for::<AckOutput>(),
+        SchemaKind::Watch => generator.into_root_schema_for::<crate::model::WatchRecord>(),
     };
     let mut value = schema.to_value();
     require_all(&mut value);

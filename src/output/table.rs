@@ -39,12 +39,13 @@ pub fn write_hosts_table(out: &mut dyn Write, hosts: &HostsOutput) -> io::Result
         "WARM",
         "DEPTH",
         "FLOOR",
+        "SPACING",
         "CRAWL DELAY",
         "QUOTA LEFT",
         "LAST STATUS",
         "FORGOTTEN",
     ];
-    let rows: Vec<[String; 9]> = hosts
+    let rows: Vec<[String; 10]> = hosts
         .hosts
         .iter()
         .map(|h| {
@@ -54,6 +55,7 @@ pub fn write_hosts_table(out: &mut dyn Write, hosts: &HostsOutput) -> io::Result
                 ahead(h.warm_until.as_deref(), now),
                 h.depth.to_string(),
                 ms(h.floor_ms),
+                ms(h.spacing_ms),
                 ms(h.crawl_delay_ms),
                 h.quota_remaining.map_or("-".to_owned(), |q| q.to_string()),
                 h.last_status.map_or("-".to_owned(), |s| s.to_string()),
@@ -117,6 +119,9 @@ mod tests {
                 depth: 2,
                 floor_ms: Some(1500),
                 floor_until: None,
+                spacing_ms: Some(2050),
+                spacing_until: None,
+                probe_after: Some(3),
                 last_retry_after_ms: None,
                 last_status: Some(429),
                 crawl_delay_ms: None,

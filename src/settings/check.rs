@@ -156,6 +156,15 @@ pub(super) fn defaults(src: &Source<'_>, d: file::Defaults) -> Result<Overrides>
         let max = *limits::MAX_FRESHNESS_SECS.end();
         o.max_freshness_secs = Some(duration(src, v, max, "max_freshness")?.as_secs());
     }
+    let watch_max = *crate::config::WATCH_INTERVAL_SECS.end();
+    if let Some(v) = &d.watch_min_interval {
+        let d = duration(src, v, watch_max, "watch_min_interval")?;
+        o.watch.min_interval_secs = Some(d.as_secs().max(1));
+    }
+    if let Some(v) = &d.watch_max_interval {
+        let d = duration(src, v, watch_max, "watch_max_interval")?;
+        o.watch.max_interval_secs = Some(d.as_secs().max(1));
+    }
     o.host_key = d.host_key.map(|k| match k {
         file::KeyChoice::Host => "host".to_owned(),
         file::KeyChoice::Site => "site".to_owned(),
@@ -247,13 +256,17 @@ fn matcher(src: &Source<'_>, at: usize, r: &file::SiteRule) -> Result<Matcher> {
         .unwrap_or_default()
         .trim_end_matches('.')
         .to_ascii_lowercase();
+    // The port as written: the URL parser drops a scheme's default port (`:80` under
+    // `http://`), which a second parse under another scheme keeps.
+    let port = url.port().or_else(|| {
+        Url::parse(&format!("https://{text}/"))
+            .ok()
+            .and_then(|u| u.port())
+    });
     if !site {
-        return Ok(Matcher::Host {
-            host,
-            port: url.port(),
-        });
+        return Ok(Matcher::Host { host, port });
     }
-    if url.port().is_some() {
+    if port.is_some() {
         return Err(src.at(
             raw,
             "site is a domain, with no port: use host = \"name:port\" for one port",

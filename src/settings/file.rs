@@ -63,6 +63,14 @@ pub struct Defaults {
     /// seconds).
     #[schemars(with = "Option<DurationSchema>")]
     pub max_freshness: Option<Spanned<DurationValue>>,
+    /// `--watch-min-interval`: the shortest interval a watched feed that says nothing of its
+    /// schedule is checked at (`5m`, or seconds).
+    #[schemars(with = "Option<DurationSchema>")]
+    pub watch_min_interval: Option<Spanned<DurationValue>>,
+    /// `--watch-max-interval`: the longest interval between two checks of a watched feed
+    /// (`24h`, or seconds).
+    #[schemars(with = "Option<DurationSchema>")]
+    pub watch_max_interval: Option<Spanned<DurationValue>>,
     /// `--host-key`: what the gate paces together, each `host` or each `site`.
     pub host_key: Option<KeyChoice>,
     /// `--deny-private-networks`.

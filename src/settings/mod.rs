@@ -20,7 +20,7 @@ use url::Url;
 
 pub use file::FileConfig;
 pub use rule::{Auth, HeaderSource, Matcher, ProxyChoice, Rule, RuleHeader};
-pub use secret::{SecretRef, SecretSlot};
+pub use secret::SecretSlot;
 
 use crate::config::{ConfigFile, Overrides};
 use crate::error::{Error, Result};

@@ -207,7 +207,7 @@ impl Rule {
     /// What keeps the rule from being used: each secret that could not be read.
     pub fn problems(&self) -> Vec<String> {
         self.secrets()
-            .filter_map(|s| s.value.as_ref().err().cloned())
+            .filter_map(|s| s.value.as_ref().err().map(ToString::to_string))
             .collect()
     }
 

@@ -244,3 +244,24 @@ fn serde_messages_lose_the_values_they_quote() {
     );
     assert_eq!(without_values("unknown field `x`"), "unknown field `x`");
 }
+
+#[test]
+fn issue_35_a_rules_port_is_the_port_written_default_ports_included() {
+    let s = parse(
+        "[[site]]\nhost = \"a.example:80\"\nauth = { bearer_env = \"WIKI_TOKEN\" }\n[[site]]\nhost = \"a.example\"\n[[site]]\nhost = \"b.example:443\"\n",
+    )
+    .expect("a host with port 80 and the same host without a port are two rules");
+    let url = |u: &str| Url::parse(u).unwrap();
+    let rule_of = |u: &str| s.rule_for(&url(u)).map(|r| r.index);
+    assert_eq!(s.rules[0].matcher.value(), "a.example:80");
+    assert_eq!(s.rules[2].matcher.value(), "b.example:443");
+    assert_eq!(rule_of("http://a.example/feed"), Some(1));
+    assert_eq!(rule_of("http://a.example:80/feed"), Some(1));
+    assert_eq!(rule_of("http://a.example:8080/feed"), Some(2));
+    assert_eq!(rule_of("https://a.example/feed"), Some(2));
+    assert_eq!(rule_of("https://b.example/feed"), Some(3));
+    assert_eq!(rule_of("http://b.example/feed"), None);
+    assert_eq!(rule_of("https://b.example:8443/feed"), None);
+    let (_, _, _, msg) = failure("[[site]]\nsite = \"example.com:80\"\n");
+    assert!(msg.contains("no port"), "{msg}");
+}

@@ -123,6 +123,22 @@ fn issue_27_too_many_elements_or_a_huge_attribute_is_bounded_too() {
 }
 
 #[test]
+fn issue_35_a_tag_of_thousands_of_attributes_is_written_again_with_a_few() {
+    // A tree builder compares each attribute of a tag with every earlier one: 30,000 short
+    // attributes on one tag (224 KB, within the attribute bytes) took it two seconds.
+    let names: Vec<String> = (0..30_000).map(|i| format!("a{i}")).collect();
+    let html = format!("<p id=keep {}>text</p>", names.join(" "));
+    let out = shaped(&html);
+    assert!(matches!(out, Cow::Owned(_)));
+    assert!(out.contains("<p id=\"keep\" a0=\"\""), "{}", &out[..60]);
+    assert!(out.matches("=\"\"").count() < MAX_ATTRIBUTES);
+    assert!(out.contains(">text</p>"));
+    // A tag of as many as allowed is read as it is.
+    let few = format!("<p {}>text</p>", names[..MAX_ATTRIBUTES].join(" "));
+    assert!(matches!(shaped(&few), Cow::Borrowed(_)));
+}
+
+#[test]
 fn issue_27_a_long_run_of_text_is_split_and_none_of_it_lost() {
     let run = "word&nbsp;\u{a0}".repeat(MAX_TEXT_RUN / 4);
     let html = format!("<p>{run}</p>");
@@ -228,7 +244,7 @@ proptest! {
         pieces in prop::collection::vec(piece(), 0..400),
     ) {
         let html: String = pieces.concat();
-        let limits = Limits { depth: 6, elements: 10_000, attribute_bytes: 1024 };
+        let limits = Limits { depth: 6, elements: 10_000, attribute_bytes: 1024, text_cost: u64::MAX };
         let out = bounded_by(&html, &limits, &Stop::never()).unwrap();
         let depth = tree_depth(&out);
         prop_assert!(depth <= allowed(limits.depth), "{depth} deep: {html}");
@@ -278,4 +294,56 @@ fn issue_27_formatting_reopened_for_every_paragraph_is_priced_past_the_checked_c
             );
         }
     }
+}
+
+#[test]
+fn issue_35_paragraphs_under_nested_inline_elements_are_priced_past_the_checked_cost() {
+    // 8,000 paragraphs under 120 nested `<span>` (not formatting elements: nothing is
+    // opened again), within every bound: trafilatura took 273 MB on it, 0.2 MB or 2 MB of
+    // text alike. Its nesting cost leaves trafilatura out.
+    let page = format!(
+        "<html><body>{}{}{}</body></html>",
+        "<span>".repeat(120),
+        "<p>a short paragraph of words</p>".repeat(8_000),
+        "</span>".repeat(120)
+    );
+    let (out, cost) = measured(&page, &Stop::never()).unwrap();
+    assert!(matches!(out, Cow::Borrowed(_)), "within the bounds");
+    assert!(cost > crate::article::CHECKED_MAX_COST, "{cost}");
+    // A quarter as deep, a quarter as many paragraphs: still checked.
+    let page = format!(
+        "<html><body>{}{}</body></html>",
+        "<span>".repeat(30),
+        "<p>a short paragraph of words</p>".repeat(2_000),
+    );
+    let (_, cost) = measured(&page, &Stop::never()).unwrap();
+    assert!(cost <= crate::article::CHECKED_MAX_COST, "{cost}");
+}
+
+#[test]
+fn issue_35_much_text_deep_down_is_written_again_less_deep_with_all_its_text() {
+    // 127 nested `<div>` over 100 paragraphs of text runs: within every other bound, but
+    // each ancestor's copy of the text costs Readability's scoring (19 MB of text took two
+    // seconds); here a bound 1,000 times smaller, on a page 1,000 times smaller.
+    let limits = Limits {
+        text_cost: MAX_TEXT_COST / 1_000,
+        ..LIMITS
+    };
+    let run = "word ".repeat(3_000);
+    let page = format!(
+        "<html><body>{}{}{}</body></html>",
+        "<div>".repeat(127),
+        format!("<p>{run}<br>{run}</p>").repeat(2),
+        "</div>".repeat(127)
+    );
+    assert!(page.len() < 2 << 20 && page.len() > 40_000);
+    let (out, _) = measured_by(&page, &limits, &Stop::never()).unwrap();
+    assert!(matches!(out, Cow::Owned(_)));
+    assert_eq!(out.matches("word").count(), 4 * 3_000, "no text is lost");
+    let text = 4 * run.len() as u64;
+    let depth = tree_depth(&out) as u64;
+    assert!(text * depth <= 4 * limits.text_cost, "{depth} deep");
+    // Under the bound, the same page is read as it is.
+    let (out, _) = measured_by(&page, &LIMITS, &Stop::never()).unwrap();
+    assert!(matches!(out, Cow::Borrowed(_)));
 }

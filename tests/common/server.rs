@@ -1,7 +1,9 @@
 //! A loopback HTTP/1.1 test origin that records every request it sees: when it arrived,
 //! when its response finished, how many bytes went out, and how many requests were in
 //! flight at once. Replies are programmable per request; every connection is closed after
-//! its response. Used by the integration tests and the benchmarks.
+//! its response. Used by the integration tests and the benchmarks. [`TestServer::start_tls`]
+//! serves https with a certificate of the test CA (`tests/fixtures/tls/ca.pem`, which the
+//! binary trusts through `SSL_CERT_FILE`).
 
 #![allow(dead_code)]
 
@@ -11,8 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 /// What the origin saw of one request.
@@ -116,6 +118,33 @@ pub struct TestServer {
     pub addr: SocketAddr,
     shared: Arc<Shared>,
     task: JoinHandle<()>,
+    /// Serves https (with the test CA's certificate for `127.0.0.1` and `localhost`).
+    tls: bool,
+}
+
+/// The test CA's certificate (PEM), for `SSL_CERT_FILE`.
+pub fn test_ca_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls/ca.pem")
+}
+
+/// The TLS settings of an https origin: the test CA's leaf for `127.0.0.1` and `localhost`.
+fn tls_acceptor() -> tokio_rustls::TlsAcceptor {
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let certs = CertificateDer::pem_file_iter(dir.join("server.pem"))
+        .expect("the test certificate")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("the test certificate");
+    let key = PrivateKeyDer::from_pem_file(dir.join("server.key")).expect("the test key");
+    let provider = Arc::new(tokio_rustls::rustls::crypto::aws_lc_rs::default_provider());
+    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .expect("the test certificate and key");
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
 }
 
 impl Drop for TestServer {
@@ -127,27 +156,59 @@ impl Drop for TestServer {
 impl TestServer {
     /// Starts an origin on 127.0.0.1 with an OS-chosen port.
     pub async fn start(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> TestServer {
+        TestServer::spawn(Box::new(handler), None).await
+    }
+
+    /// Starts an https origin on 127.0.0.1 with an OS-chosen port, its certificate the test
+    /// CA's ([`test_ca_path`]).
+    pub async fn start_tls(
+        handler: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    ) -> TestServer {
+        TestServer::spawn(Box::new(handler), Some(tls_acceptor())).await
+    }
+
+    async fn spawn(handler: Box<Handler>, tls: Option<tokio_rustls::TlsAcceptor>) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
         let shared = Arc::new(Shared {
-            handler: Box::new(handler),
+            handler,
             hits: Mutex::new(Vec::new()),
             per_path: Mutex::new(HashMap::new()),
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
         });
         let s = shared.clone();
+        let is_tls = tls.is_some();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let s = s.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    let _ = serve(stream, s).await;
+                    match tls {
+                        None => {
+                            let _ = serve(stream, s).await;
+                        }
+                        Some(acceptor) => {
+                            let handshake = tokio::time::timeout(
+                                Duration::from_secs(10),
+                                acceptor.accept(stream),
+                            );
+                            if let Ok(Ok(stream)) = handshake.await {
+                                let _ = serve(stream, s).await;
+                            }
+                        }
+                    }
                 });
             }
         });
-        TestServer { addr, shared, task }
+        TestServer {
+            addr,
+            shared,
+            task,
+            tls: is_tls,
+        }
     }
 
     /// Serves fixed bodies by path; anything else is a 404.
@@ -164,7 +225,8 @@ impl TestServer {
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{}", self.addr, path)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}{}", self.addr, path)
     }
 
     pub fn hits(&self) -> Vec<Hit> {
@@ -184,7 +246,9 @@ impl TestServer {
     }
 }
 
-async fn read_head(stream: &mut TcpStream) -> Option<(String, HashMap<String, String>)> {
+async fn read_head(
+    stream: &mut (impl AsyncRead + Unpin),
+) -> Option<(String, HashMap<String, String>)> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -233,7 +297,10 @@ fn finish(s: &Shared, index: usize) {
     s.hits.lock().unwrap()[index].finished = Some(Instant::now());
 }
 
-async fn serve(mut stream: TcpStream, s: Arc<Shared>) -> std::io::Result<()> {
+async fn serve(
+    mut stream: impl AsyncRead + AsyncWrite + Unpin,
+    s: Arc<Shared>,
+) -> std::io::Result<()> {
     let Some((path, headers)) = read_head(&mut stream).await else {
         return Ok(());
     };

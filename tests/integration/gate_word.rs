@@ -193,7 +193,7 @@ async fn issue_19_no_lock_file_outlives_its_use() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_19_rss_hosts_shows_what_is_enforced_and_when_it_lapses() {
     // The first request is admitted, the second (sent at once after it) refused without
-    // Retry-After: the host teaches a floor.
+    // Retry-After: the host teaches a floor, and the retry a spacing that works.
     let srv = TestServer::start(|req| {
         if req.nth_overall == 2 {
             Reply::status(429)
@@ -210,12 +210,20 @@ async fn issue_19_rss_hosts_shows_what_is_enforced_and_when_it_lapses() {
     let hosts = json(&out.stdout);
     let h = &hosts["hosts"][0];
     assert_eq!(h["host"], format!("127.0.0.1:{}", srv.addr.port()));
-    assert!(h["floor_ms"].as_u64().unwrap() >= 50, "{h}");
+    assert!(h["floor_ms"].as_u64().is_some(), "{h}");
+    // The retry went at the ladder's first rung after the admitted send, and was admitted.
+    assert!(h["spacing_ms"].as_u64().unwrap() >= 2_000, "{h}");
+    assert_eq!(h["probe_after"], 11, "{h}");
     let floor_until = h["floor_until"].as_str().unwrap();
+    let spacing_until = h["spacing_until"].as_str().unwrap();
     let warm_until = h["warm_until"].as_str().unwrap();
-    // The floor lives an hour after the last refusal, the warm window two minutes.
-    assert!(floor_until > warm_until, "{h}");
-    assert_eq!(h["lapses_at"].as_str().unwrap(), floor_until);
+    // The spacing lives a day after the last refusal, the floor an hour, the warm window
+    // two minutes.
+    assert!(
+        spacing_until > floor_until && floor_until > warm_until,
+        "{h}"
+    );
+    assert_eq!(h["lapses_at"].as_str().unwrap(), spacing_until);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,6 +12,7 @@ mod announced;
 
 mod cache;
 mod cli;
+mod credentials;
 mod formats;
 mod limits;
 mod mcp;
@@ -32,4 +33,8 @@ mod redis;
 mod robots;
 mod selection;
 mod signals;
+mod silent;
 mod tokens;
+mod watch_cli;
+mod watch_mcp;
+mod watch_origin;

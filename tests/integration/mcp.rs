@@ -366,18 +366,24 @@ async fn a_throttling_host_is_rate_limited_and_a_later_call_waits_out_the_cooldo
         .as_u64()
         .expect("a numeric wait");
     assert!(err["details"]["retry_after_seconds"].as_u64().unwrap() >= 1);
-    assert!((3_000..=4_000).contains(&wait_ms), "{wait_ms}");
-    assert_eq!(srv.count(), 2, "the refusal and its one retry");
+    // Refused at 0, again at the ladder's 2.05 s and 4.1 s; the next rung (8.2 s) is past the
+    // 5 s budget, 4.1 s from the last refusal.
+    assert!((3_900..=4_100).contains(&wait_ms), "{wait_ms}");
+    assert_eq!(
+        srv.count(),
+        3,
+        "the refusal and the retries its budget covered"
+    );
 
     let err = error_object(&call(&s, "fetch_feed", json!({"url": srv.url("/f")})).await);
     assert_eq!(err["code"], "RATE_LIMITED");
     let hits = srv.hits();
     assert_eq!(
         hits.len(),
-        3,
-        "the second call sends once, after the cooldown, and no retry"
+        4,
+        "the second call sends once, after the cooldown, and its next rung is past its budget"
     );
-    let gap = hits[2].arrived.duration_since(hits[1].finished.unwrap());
+    let gap = hits[3].arrived.duration_since(hits[2].finished.unwrap());
     assert!(
         gap >= Duration::from_millis(3_900),
         "the host was asked again after {gap:?}"

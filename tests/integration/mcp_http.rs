@@ -134,6 +134,44 @@ async fn post(url: &str, headers: &[(&str, &str)], body: impl Into<reqwest::Body
     req.send().await.unwrap().status().as_u16()
 }
 
+/// Posts a whole body one byte past the server's 4 MiB cap to `url` and reads the status the
+/// server answered. The body is complete and exactly as long as announced, so the server has
+/// read every byte when it answers: a larger one would be left partly unread, and a server
+/// closing on unread bytes resets the connection, losing its answer by timing.
+async fn post_oversized(url: &str, auth: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let len = (4 << 20) + 1;
+    let url = url::Url::parse(url).unwrap();
+    let addr = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap());
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST {} HTTP/1.1\r\nhost: {}\r\nauthorization: {auth}\r\n\
+         content-type: application/json\r\naccept: application/json, text/event-stream\r\n\
+         content-length: {len}\r\n\r\n",
+        url.path(),
+        url.authority(),
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&vec![b' '; len]).await.unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while !answer.windows(2).any(|w| w == b"\r\n") {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "no answer to an oversized body within 10 s");
+    let line = String::from_utf8_lossy(&answer);
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {line:?}"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rmcp_client_initializes_lists_tools_and_fetches() {
     let srv = fixture_server().await;
@@ -282,11 +320,7 @@ async fn the_guard_answers_401_403_413_and_healthz() {
         .await,
         403
     );
-    let huge = vec![b' '; 8 << 20];
-    assert_eq!(
-        post(&server.url, &[("authorization", &auth)], huge).await,
-        413
-    );
+    assert_eq!(post_oversized(&server.url, &auth).await, 413);
     assert_eq!(
         post(&server.url, &[("authorization", &auth)], initialize_body()).await,
         200

@@ -68,8 +68,13 @@ fn the_warning_list_names_every_warning_code_in_order() {
 fn the_configuration_table_names_every_environment_variable() {
     let text = readme();
     let table = section(&text, "## Configuration");
-    let config =
+    let mut config =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/config.rs")).unwrap();
+    // And the files of its parts (`src/config/`).
+    let parts = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/config")).unwrap();
+    for part in parts {
+        config.push_str(&std::fs::read_to_string(part.unwrap().path()).unwrap());
+    }
     let named: BTreeSet<&str> = config
         .split('"')
         .skip(1)
@@ -166,7 +171,7 @@ fn the_example_config_file_is_one_the_checker_accepts() {
     let start = part.find("```toml\n").expect("a toml example") + "```toml\n".len();
     let example = &part[start..start + part[start..].find("```").unwrap()];
     let env = |name: &str| Some(format!("value of {name}"));
-    let s = rss::settings::Settings::parse(example, std::path::Path::new("/x/config.toml"), &env)
+    let s = rss::internals::Settings::parse(example, std::path::Path::new("/x/config.toml"), &env)
         .unwrap_or_else(|e| panic!("the README's example: {e}"));
     assert_eq!(s.rules.len(), 3);
     assert!(s.defaults.user_agent.is_some() && s.defaults.call_timeout_secs.is_some());

@@ -263,3 +263,27 @@ async fn issue_19_a_stalled_holder_knows_it_lost_its_slot_and_the_overlap_is_bou
     assert!(lost, "the stalled holder says its slot lapsed: {doc}");
     assert_eq!(lease_keys(&store, &srv), Vec::<String>::new());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_36_three_machines_on_a_silent_two_second_host_learn_the_window_once() {
+    let Some(store) = redis_url() else { return };
+    let srv = crate::silent::silent_host(|_| Duration::from_secs(2)).await;
+    let runs: Vec<_> = (0..3)
+        .map(|p| {
+            let mut args = vec!["--no-cache".to_owned()];
+            args.extend(urls(&srv, &format!("m{p}-"), 4));
+            let store = store.clone();
+            tokio::spawn(async move { fetch_with(&store, &args).await })
+        })
+        .collect();
+    for run in runs {
+        let (code, doc) = run.await.unwrap();
+        assert_eq!(code, Some(0), "{doc}");
+        assert!(statuses(&doc).iter().all(|s| s == "ok"), "{doc}");
+        assert!(warning_codes(&doc).is_empty(), "{doc}");
+    }
+    // The spacing one machine learned is every machine's the moment it is learned.
+    assert_eq!(crate::silent::refusals(&srv), 1);
+    let took = crate::silent::span(&srv);
+    assert!(took <= Duration::from_secs(22).mul_f64(1.25), "{took:?}");
+}

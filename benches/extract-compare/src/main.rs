@@ -11,7 +11,10 @@
 //!
 //! Flags: `--only WORD,…` (candidates whose name holds a word), `--runs N` (whole-process runs
 //! per page, default 3), `--no-process`, `--no-outside`, `--dump DIR` (each candidate's text
-//! per page), `--page ID` (one page's score per candidate), `--diag` (diagnostic columns).
+//! per page), `--page ID` (one page's score per candidate), `--diag` (diagnostic columns),
+//! `--half 0|1` (half the pages, by their id's first hex digit: develop on one, judge on
+//! the other). `$RSS_BIN_BEFORE` names a second build whose whole-process runs alternate with
+//! the first's, page by page, in the same run.
 
 mod outside;
 mod process;
@@ -229,6 +232,7 @@ struct Args {
     dump: Option<PathBuf>,
     page: Option<String>,
     diag: bool,
+    half: Option<usize>,
 }
 
 fn args() -> Args {
@@ -240,6 +244,7 @@ fn args() -> Args {
         dump: None,
         page: None,
         diag: false,
+        half: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(x) = it.next() {
@@ -258,6 +263,7 @@ fn args() -> Args {
             "--dump" => a.dump = it.next().map(PathBuf::from),
             "--page" => a.page = it.next(),
             "--diag" => a.diag = true,
+            "--half" => a.half = it.next().and_then(|n| n.parse().ok()).filter(|h| *h < 2),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -278,15 +284,27 @@ struct Column {
     counts: Vec<Counts>,
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
+fn median(v: Vec<Duration>) -> Duration {
+    quantile(v, 0.5)
+}
+
+/// The `q` quantile of `v` (nearest rank).
+fn quantile(mut v: Vec<Duration>, q: f64) -> Duration {
     v.sort();
-    v.get(v.len() / 2).copied().unwrap_or_default()
+    let i = ((v.len() as f64 * q).ceil() as usize).clamp(1, v.len().max(1)) - 1;
+    v.get(i).copied().unwrap_or_default()
 }
 
 fn main() {
     let a = args();
     let dir = corpora().join("article-benchmark");
-    let pages = load(&dir);
+    let mut pages = load(&dir);
+    if let Some(h) = a.half {
+        // A held-out half: pages whose id's first hex digit is even (0) or odd (1).
+        pages.retain(|p| {
+            u8::from_str_radix(&p.id[..1], 16).is_ok_and(|d| usize::from(d % 2) == h)
+        });
+    }
     println!("{} pages of {}", pages.len(), dir.display());
     let mut columns: Vec<(String, Vec<Output>)> = Vec::new();
     let diag = if a.diag { diagnostics() } else { Vec::new() };
@@ -325,13 +343,23 @@ fn main() {
     }
     let process_name = "rss article --content text (whole process)";
     if a.process && a.wants(process_name) {
-        match process::binary() {
-            Ok(bin) => {
-                let bodies = pages.iter().map(|p| p.bytes.clone()).collect();
-                columns.push((process_name.to_owned(), process::run(&bin, bodies, a.runs)));
+        // Each page's runs of the two builds alternate, so both see the same load.
+        let bins: Vec<(String, Result<PathBuf, String>)> = std::iter::once((process_name.to_owned(), process::binary()))
+            .chain(process::before().map(|b| ("rss before (whole process, $RSS_BIN_BEFORE)".to_owned(), b)))
+            .collect();
+        let mut ok = Vec::new();
+        for (name, bin) in bins {
+            match bin {
+                Ok(bin) => ok.push((name, bin)),
+                Err(e) => println!("skipped {name}: {e}"),
             }
-            Err(e) => println!("skipped {process_name}: {e}"),
         }
+        let bodies = pages.iter().map(|p| p.bytes.clone()).collect();
+        let paths: Vec<&Path> = ok.iter().map(|(_, b)| b.as_path()).collect();
+        for ((name, _), outputs) in ok.iter().zip(process::run(&paths, bodies, a.runs)) {
+            columns.push((name.clone(), outputs));
+        }
+        no_article(&ok, a.runs);
     }
     let columns: Vec<Column> = columns
         .into_iter()
@@ -356,8 +384,8 @@ fn main() {
         return;
     }
     println!(
-        "\n{:<44} {:>6} {:>9} {:>7} {:>6} {:>10}",
-        "candidate", "F1", "precision", "recall", "empty", "median ms"
+        "\n{:<44} {:>6} {:>9} {:>7} {:>6} {:>10} {:>8}",
+        "candidate", "F1", "precision", "recall", "empty", "median ms", "p95 ms"
     );
     for c in &columns {
         let (f, p, r) = score::corpus(&c.counts);
@@ -366,14 +394,41 @@ fn main() {
             .iter()
             .filter(|o| score::tokens(&o.text).is_empty())
             .count();
-        let ms = median(c.outputs.iter().map(|o| o.took).collect()).as_secs_f64() * 1000.0;
+        let times: Vec<Duration> = c.outputs.iter().map(|o| o.took).collect();
+        let ms = median(times.clone()).as_secs_f64() * 1000.0;
+        let p95 = quantile(times, 0.95).as_secs_f64() * 1000.0;
         println!(
-            "{:<44} {f:>6.3} {p:>9.3} {r:>7.3} {empty:>6} {ms:>10.1}",
+            "{:<44} {f:>6.3} {p:>9.3} {r:>7.3} {empty:>6} {ms:>10.1} {p95:>8.1}",
             c.name
         );
     }
     disagreements(&pages, &columns);
     readability::report(&corpora().join("readability-pages/pages"), &a);
+}
+
+/// Pages with no article (a line of text, a list of links, a login wall), each build's
+/// whole-process median over them.
+fn no_article(bins: &[(String, PathBuf)], runs: usize) {
+    let links: String = (0..40)
+        .map(|i| format!("<li><a href=\"/story/{i}\">Story number {i}</a></li>"))
+        .collect();
+    let pages = vec![
+        "<html><head><title>Hello</title></head><body><p>hi</p></body></html>".to_owned(),
+        format!("<html><head><title>Index</title></head><body><ul>{links}</ul></body></html>"),
+        "<html lang=en><head><title>Sign in</title></head><body><form><p>Sign in to read \
+         this story.</p><input name=user><input type=password name=pw><button>Sign in</button>\
+         </form></body></html>"
+            .to_owned(),
+    ];
+    let bodies = pages.into_iter().map(String::into_bytes).collect();
+    let paths: Vec<&Path> = bins.iter().map(|(_, b)| b.as_path()).collect();
+    for ((name, _), outputs) in bins.iter().zip(process::run(&paths, bodies, runs.max(5))) {
+        let ms = median(outputs.iter().map(|o| o.took).collect()).as_secs_f64() * 1000.0;
+        let empty = outputs.iter().filter(|o| o.text.is_empty()).count();
+        println!(
+            "{name}: a page with no article (3 pages, {empty} answered with none): median {ms:.1} ms"
+        );
+    }
 }
 
 /// The pages where the extractors' own F1s spread the most (the floor and rss's other

@@ -17,6 +17,16 @@ pub fn binary() -> Result<PathBuf, String> {
     let bin = std::env::var_os("RSS_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/rss"));
+    found(bin)
+}
+
+/// Another build to run beside it in the same run (`$RSS_BIN_BEFORE`: the code before a
+/// change), when given.
+pub fn before() -> Option<Result<PathBuf, String>> {
+    std::env::var_os("RSS_BIN_BEFORE").map(|b| found(PathBuf::from(b)))
+}
+
+fn found(bin: PathBuf) -> Result<PathBuf, String> {
     if bin.exists() {
         Ok(bin)
     } else {
@@ -72,49 +82,55 @@ fn answer(mut stream: TcpStream, bodies: &[Vec<u8>]) {
     let _ = stream.write_all(body);
 }
 
-/// Runs `rss article` on every page `runs` times; each page's text from its first run and the
-/// median of its runs' wall times.
-pub fn run(bin: &Path, bodies: Vec<Vec<u8>>, runs: usize) -> Vec<Output> {
+/// Runs `rss article` of each build in `bins` on every page `runs` times, the builds' runs
+/// alternating; for each build, each page's text from its first run and the median of its
+/// runs' wall times.
+pub fn run(bins: &[&Path], bodies: Vec<Vec<u8>>, runs: usize) -> Vec<Vec<Output>> {
     let n = bodies.len();
     let port = serve(Arc::new(bodies));
     let cache = std::env::temp_dir().join(format!("extract-compare-{}", std::process::id()));
-    let mut out = Vec::with_capacity(n);
+    let mut out: Vec<Vec<Output>> = bins.iter().map(|_| Vec::with_capacity(n)).collect();
     for i in 0..n {
         let url = format!("http://127.0.0.1:{port}/{i}");
-        let mut times = Vec::with_capacity(runs);
-        let mut text = String::new();
+        let mut times: Vec<Vec<Duration>> = bins.iter().map(|_| Vec::new()).collect();
+        let mut texts: Vec<String> = bins.iter().map(|_| String::new()).collect();
         for run in 0..runs.max(1) {
-            let started = Instant::now();
-            let o = Command::new(bin)
-                .args([
-                    "article",
-                    &url,
-                    "--content",
-                    "text",
-                    "--format",
-                    "json",
-                    "--no-cache",
-                ])
-                .arg("--cache-dir")
-                .arg(&cache)
-                .arg("--no-host-state")
-                .env_remove("RSS_GATE_STORE")
-                .output()
-                .expect("spawn rss");
-            times.push(started.elapsed());
-            if run == 0 {
-                let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
-                text = v["articles"][0]["content"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_owned();
+            for (b, bin) in bins.iter().enumerate() {
+                let started = Instant::now();
+                let o = Command::new(bin)
+                    .args([
+                        "article",
+                        &url,
+                        "--content",
+                        "text",
+                        "--format",
+                        "json",
+                        "--no-cache",
+                    ])
+                    .arg("--cache-dir")
+                    .arg(&cache)
+                    .arg("--no-host-state")
+                    .env_remove("RSS_GATE_STORE")
+                    .output()
+                    .expect("spawn rss");
+                times[b].push(started.elapsed());
+                if run == 0 {
+                    let v: serde_json::Value =
+                        serde_json::from_slice(&o.stdout).unwrap_or_default();
+                    texts[b] = v["articles"][0]["content"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_owned();
+                }
             }
         }
-        times.sort();
-        out.push(Output {
-            text,
-            took: times[times.len() / 2],
-        });
+        for (b, (mut t, text)) in times.into_iter().zip(texts).enumerate() {
+            t.sort();
+            out[b].push(Output {
+                text,
+                took: t[t.len() / 2],
+            });
+        }
     }
     let _ = std::fs::remove_dir_all(&cache);
     out

@@ -1,5 +1,5 @@
 //! Records as files: `ROOT/SEG0/…/LAST.json`, each replaced whole through a temporary file
-//! and a rename (a reader never sees one torn), each read-modify-write under
+//! flushed to disk and a rename (a reader never sees one torn, nor a crash leaves one), each read-modify-write under
 //! `LAST.lock`, an advisory lock that exists only while held (`crate::lockfile`), so
 //! processes changing one record at once all land, one after the other.
 
@@ -103,10 +103,11 @@ impl FileRecords {
         let current = read(&path)?;
         match f(current.as_deref(), self.now_ms()) {
             Change::Keep => Ok(()),
-            Change::Put(bytes, _) => temp_with(&dir, &bytes)?
-                .persist(&path)
-                .map(drop)
-                .map_err(|e| io("cannot replace", &path)(e.error)),
+            Change::Put(bytes, _) => {
+                crate::durable::persist_blocking(temp_with(&dir, &bytes)?, &path)
+                    .await
+                    .map_err(io("cannot replace", &path))
+            }
             Change::Delete => match fs::remove_file(&path) {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -221,7 +222,7 @@ impl RecordStore for FileRecords {
             if let Some(found) = read(&path)? {
                 return Ok(found);
             }
-            match temp_with(&dir, bytes)?.persist_noclobber(&path) {
+            match crate::durable::persist_noclobber(temp_with(&dir, bytes)?, &path) {
                 Ok(_) => Ok(bytes.to_vec()),
                 Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => read(&path)?
                     .ok_or_else(|| io("cannot read", &path)(std::io::ErrorKind::NotFound.into())),

@@ -97,7 +97,8 @@ fn rule() -> impl Strategy<Value = Gen> {
         parts().prop_map(Gen::Prefix),
         (
             prop::sample::select(HOSTS),
-            prop::option::of(prop::sample::select(&[443u16, 8443][..]))
+            // 80 and 443 too: a rule's port is the port written, a default one included.
+            prop::option::of(prop::sample::select(&[80u16, 443, 8443][..]))
         )
             .prop_map(|(h, p)| Gen::Host(h, p)),
         prop::sample::select(HOSTS).prop_map(Gen::Site),
@@ -155,6 +156,7 @@ proptest! {
     fn every_hop_carries_only_what_its_own_rule_and_origin_allow(
         rules in prop::collection::vec(rule(), 0..5),
         chain in prop::collection::vec(parts(), 1..5),
+        parent in prop::collection::vec(parts(), 0..3),
         with_creds in any::<bool>(),
     ) {
         let Some(s) = settings(&rules) else { return Ok(()) };
@@ -169,12 +171,21 @@ proptest! {
             "Basic {}",
             base64::engine::general_purpose::STANDARD.encode("me:URLPASS-SECRET")
         );
+        // What led to the request (a feed before its item's page, a page before its
+        // robots.txt): its steps count as the chain's, and a request it led to is not the
+        // caller's own, so no URL credentials of the request's go with it.
+        let mut led_by = Lineage::none();
+        for p in &parent {
+            led_by = led_by.then(&Url::parse(&p.url()).unwrap());
+        }
         let mut earlier: Vec<Url> = Vec::new();
         for (i, hop) in chain.iter().enumerate() {
             let url = Url::parse(&hop.url()).unwrap();
-            let plan = plan(&s, &url, &first, &earlier, creds.as_ref()).unwrap();
-            // Plain http after any https hop of the chain (not only the first) is a downgrade.
-            let downgraded = !hop.https && chain[..i].iter().any(|h| h.https);
+            let plan = plan(&s, &url, &first, &earlier, &led_by, creds.as_ref()).unwrap();
+            // Plain http after any https step of the whole chain (not only the request's
+            // first, nor only the request's own hops) is a downgrade.
+            let downgraded = !hop.https
+                && (parent.iter().any(|h| h.https) || chain[..i].iter().any(|h| h.https));
             earlier.push(url);
             let same_origin = chain[0].https == hop.https
                 && chain[0].host == hop.host
@@ -185,7 +196,7 @@ proptest! {
             prop_assert_eq!(header(&plan.headers, "x-rule"), rule_name.as_deref());
             let key_sent = expected.filter(|_| !downgraded).map(key);
             prop_assert_eq!(header(&plan.headers, "x-key"), key_sent.as_deref());
-            let auth = if with_creds && same_origin {
+            let auth = if with_creds && same_origin && parent.is_empty() && !downgraded {
                 Some(url_basic.clone())
             } else {
                 expected.filter(|_| !downgraded).map(|i| format!("Bearer {}", token(i)))
