@@ -30,17 +30,6 @@ fn index_of(bytes: Option<&[u8]>) -> Option<Index> {
     bytes.and_then(|b| serde_json::from_slice(b).ok())
 }
 
-/// What the index said of one feed's part of a delivery being recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Part {
-    /// Record it.
-    Go,
-    /// Its feed was forgotten since the commit: leave it.
-    Skip,
-    /// The delivery is no longer being recorded (all of it was, or it was forgotten).
-    Over,
-}
-
 impl Readers {
     /// `reader`'s seen ids in each of `feeds`: its marks, and what the acknowledgements
     /// committed but not yet all recorded mark (those committed long enough ago to have been
@@ -189,79 +178,86 @@ impl Readers {
         let (record, _) = self.delivery(reader, id).await?;
         let mut counts = (0, 0);
         if let Some(record) = record {
-            for part in &record.feeds {
-                match self.record(reader, id, part, record.issued_ms).await? {
-                    (Part::Go, (new, already)) => {
-                        counts.0 += new;
-                        counts.1 += already;
-                    }
-                    (Part::Skip, _) => {}
-                    (Part::Over, _) => return Ok(counts),
-                }
+            let (all, recorded) = self
+                .record(reader, id, &record.feeds, record.issued_ms)
+                .await?;
+            counts = recorded;
+            if !all {
+                return Ok(counts);
             }
         }
         self.recorded(reader, id).await?;
         Ok(counts)
     }
 
-    /// Records one feed's part of `reader`'s delivery `id` (read at `read_ms`) if the index
-    /// still lists it as being recorded and the feed was not forgotten since.
+    /// Records the feeds' parts of `reader`'s delivery `id` (read at `read_ms`) while the
+    /// index lists it as being recorded, each but those of feeds forgotten since: all of them
+    /// at once where the store can (files: a batch's marks flushed side by side). Whether the
+    /// index still listed it for every part, and (new, already marked).
     async fn record(
         &self,
         reader: &ReaderId,
         id: &str,
-        part: &DeliveredFeed,
+        parts: &[DeliveredFeed],
         read_ms: u64,
-    ) -> Result<(Part, (usize, usize))> {
-        let verdict = Mutex::new(Part::Over);
-        let holds = |cur: Option<&[u8]>| {
-            let v = match index_of(cur).as_ref().and_then(|ix| ix.applying(id)) {
-                None => Part::Over,
-                Some(l) if l.skip.contains(&part.feed_url) => Part::Skip,
-                Some(_) => Part::Go,
-            };
-            *verdict.lock().unwrap_or_else(|p| p.into_inner()) = v;
-            v == Part::Go
+    ) -> Result<(bool, (usize, usize))> {
+        // The feeds forgotten since the commit, as the index said at the last check.
+        let skip: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let holds = |cur: Option<&[u8]>| match index_of(cur).as_ref().and_then(|ix| ix.applying(id))
+        {
+            None => false,
+            Some(l) => {
+                *skip.lock().unwrap_or_else(|p| p.into_inner()) = l.skip.clone();
+                true
+            }
         };
-        let counts = Mutex::new(Ok((0, 0)));
-        let present: Vec<String> = part.ids.iter().chain(&part.others).cloned().collect();
-        let update = |cur: Option<&[u8]>, now: u64| {
+        let counts: Mutex<Vec<std::result::Result<(usize, usize), serde_json::Error>>> =
+            Mutex::new(parts.iter().map(|_| Ok((0, 0))).collect());
+        let update = |i: usize, cur: Option<&[u8]>, now: u64| {
+            let part = &parts[i];
+            let set = |r| counts.lock().unwrap_or_else(|p| p.into_inner())[i] = r;
+            if skip
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&part.feed_url)
+            {
+                set(Ok((0, 0)));
+                return Change::Keep;
+            }
             let mut marks = match cur.map(serde_json::from_slice::<Marks>) {
                 None => Marks::new(&part.feed_url),
                 Some(Ok(m)) => m,
                 Some(Err(e)) => {
-                    *counts.lock().unwrap_or_else(|p| p.into_inner()) = Err(e);
+                    set(Err(e));
                     return Change::Keep;
                 }
             };
-            let n = marks.record(&part.ids, &present, read_ms, now, &BOUNDS);
-            *counts.lock().unwrap_or_else(|p| p.into_inner()) = Ok(n);
+            let present: Vec<String> = part.ids.iter().chain(&part.others).cloned().collect();
+            set(Ok(marks.record(&part.ids, &present, read_ms, now, &BOUNDS)));
             Change::Put(to_bytes(&marks), None)
         };
-        let written = self
+        let keys: Vec<RecordKey> = parts
+            .iter()
+            .map(|p| marks_key(reader, &p.feed_url))
+            .collect();
+        let went = self
             .records
-            .update_if(
-                &marks_key(reader, &part.feed_url),
-                &index_key(reader),
-                &holds,
-                &update,
-            )
+            .update_all_if(&keys, &index_key(reader), &holds, &update)
             .await
             .map_err(failed)?;
-        let verdict = verdict.into_inner().unwrap_or_else(|p| p.into_inner());
-        if !written {
-            return Ok((verdict, (0, 0)));
-        }
-        let counts = counts
-            .into_inner()
-            .unwrap_or_else(|p| p.into_inner())
-            .map_err(|source| {
+        let counts = counts.into_inner().unwrap_or_else(|p| p.into_inner());
+        let mut total = (0, 0);
+        for (part, n) in parts.iter().zip(counts).take(went) {
+            let (new, already) = n.map_err(|source| {
                 failed(StoreError::Corrupt {
                     host: format!("reader {} in {}", reader.name(), part.feed_url),
                     source,
                 })
             })?;
-        Ok((Part::Go, counts))
+            total.0 += new;
+            total.1 += already;
+        }
+        Ok((went == keys.len(), total))
     }
 
     /// Notes that what `reader`'s delivery `id` marks is recorded: its record keeps only
