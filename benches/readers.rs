@@ -2,7 +2,10 @@
 //! files, so nothing but `rss` is measured), for a reader holding 40,000 marks (200 per feed,
 //! of items that have since left the feeds, so both runs print the same 40,000 items). Runs
 //! alternate; best and median of each are printed side by side, with `rss ack` of a 40,000-item
-//! delivery. Asserts nothing.
+//! delivery: the first (every feed's marks a new file) and then ones that replace the files
+//! (best and median of `ACK_RUNS`, each of a new day's documents), beside the same with the
+//! binary `RSS_BIN_BEFORE` names when it is set (another build, the runs alternating).
+//! Asserts nothing.
 //!
 //! Run: `cargo bench --bench readers`.
 
@@ -17,6 +20,7 @@ use origin::rss_bin::rss_blocking;
 const FEEDS: usize = 200;
 const ITEMS: usize = 200;
 const RUNS: usize = 7;
+const ACK_RUNS: usize = 5;
 
 /// Feed `k`'s document of `ITEMS` items numbered from `first`.
 fn document(k: usize, first: usize) -> String {
@@ -52,6 +56,22 @@ fn rss(state: &Path, cache: &Path) -> Command {
     cmd
 }
 
+/// `rss_blocking`'s command with another binary.
+fn rss_with(bin: Option<&Path>, state: &Path, cache: &Path) -> Command {
+    let mut cmd = rss(state, cache);
+    if let Some(bin) = bin {
+        let mut other = Command::new(bin);
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => other.env(k, v),
+                None => other.env_remove(k),
+            };
+        }
+        cmd = other;
+    }
+    cmd
+}
+
 /// Runs `cmd` with stdout thrown away; its wall time.
 fn timed(mut cmd: Command) -> Duration {
     let started = Instant::now();
@@ -72,14 +92,24 @@ fn stats(mut v: Vec<Duration>) -> (f64, f64) {
 
 /// Fetches `feeds` for `reader` and acknowledges the delivery; how long the ack took.
 fn deliver_and_ack(state: &Path, cache: &Path, reader: &str, feeds: &[String]) -> Duration {
-    let out = rss(state, cache)
+    deliver_and_ack_with(None, state, cache, reader, feeds)
+}
+
+fn deliver_and_ack_with(
+    bin: Option<&Path>,
+    state: &Path,
+    cache: &Path,
+    reader: &str,
+    feeds: &[String],
+) -> Duration {
+    let out = rss_with(bin, state, cache)
         .args(["fetch", "--content", "none", "--reader", reader, "--unseen"])
         .args(feeds)
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let token = v["delivery"]["token"].as_str().unwrap().to_owned();
-    let mut ack = rss(state, cache);
+    let mut ack = rss_with(bin, state, cache);
     ack.args(["ack", &token]);
     timed(ack)
 }
@@ -107,6 +137,33 @@ fn main() {
             .args(&feeds);
         unseen.push(timed(b));
     }
+    // Acknowledgements on a state directory of their own per binary, runs alternating.
+    let before = std::env::var_os("RSS_BIN_BEFORE").map(PathBuf::from);
+    let bins: Vec<Option<&Path>> = std::iter::once(None)
+        .chain(before.as_deref().map(Some))
+        .collect();
+    let ack_dir = dir.path().join("acks");
+    let mut series: Vec<(Duration, Vec<Duration>)> = vec![(Duration::ZERO, Vec::new()); bins.len()];
+    for day in 0..=ACK_RUNS {
+        for (b, bin) in bins.iter().enumerate() {
+            let base = ack_dir.join(b.to_string());
+            let feeds_b = base.join("feeds");
+            std::fs::create_dir_all(&feeds_b).unwrap();
+            let feeds_b = write_feeds(&feeds_b, ITEMS * day);
+            let took = deliver_and_ack_with(
+                *bin,
+                &base.join("state"),
+                &base.join("cache"),
+                "bench",
+                &feeds_b,
+            );
+            if day == 0 {
+                series[b].0 = took;
+            } else {
+                series[b].1.push(took);
+            }
+        }
+    }
     let (pb, pm) = stats(plain);
     let (ub, um) = stats(unseen);
     println!(
@@ -124,4 +181,16 @@ fn main() {
         FEEDS * ITEMS,
         ack_time.as_secs_f64() * 1000.0
     );
+    for ((first, later), bin) in series.into_iter().zip(&bins) {
+        let (ab, am) = stats(later);
+        println!(
+            "  {}: rss ack of a first {n}-item delivery (200 new marks files) {:.1} ms; of a later one (200 files replaced), best / median of {ACK_RUNS}: {ab:.1} ms / {am:.1} ms",
+            bin.map_or("this build".to_owned(), |b| format!(
+                "RSS_BIN_BEFORE {}",
+                b.display()
+            )),
+            first.as_secs_f64() * 1000.0,
+            n = FEEDS * ITEMS
+        );
+    }
 }

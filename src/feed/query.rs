@@ -16,8 +16,9 @@ use unicode_normalization::char::is_combining_mark;
 use crate::error::{Error, Result};
 
 /// The longest query read, in characters, the most terms it may hold (every item's title,
-/// summary and content are matched against each term) and the deepest its parentheses
-/// and negations may nest.
+/// summary and content are matched against each term, each in time linear in the text
+/// whatever the term's length: [`Phrase::find`]) and the deepest its parentheses and
+/// negations may nest.
 const MAX_QUERY_CHARS: usize = 1024;
 const MAX_TERMS: usize = 32;
 const MAX_DEPTH: usize = 16;
@@ -31,11 +32,67 @@ pub struct Query {
     root: Node,
 }
 
+/// A word sequence a text must hold (a word is a sequence of one), with its
+/// Knuth–Morris–Pratt table, made once when the query is parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Phrase {
+    words: Vec<String>,
+    /// `back[i]`: the length of the longest proper prefix of `words[..=i]` that is also
+    /// its suffix, where a match that fails after `i + 1` words goes on from.
+    back: Vec<usize>,
+}
+
+impl Phrase {
+    fn new(words: Vec<String>) -> Phrase {
+        let mut back = vec![0; words.len()];
+        let mut k = 0;
+        for i in 1..words.len() {
+            while k > 0 && words[i] != words[k] {
+                k = back[k - 1];
+            }
+            if words[i] == words[k] {
+                k += 1;
+            }
+            back[i] = k;
+        }
+        Phrase { words, back }
+    }
+
+    /// Whether `text` holds the phrase, and the word comparisons that took: never more
+    /// than twice the words of `text`, whatever the phrase (a failed comparison moves the
+    /// phrase along by at least one word, a matched one moves the text along by one).
+    fn find(&self, text: &[String]) -> (bool, usize) {
+        let m = self.words.len();
+        let mut compared = 0;
+        if m == 0 || m > text.len() {
+            return (false, compared);
+        }
+        let mut k = 0;
+        for w in text {
+            loop {
+                compared += 1;
+                if *w == self.words[k] {
+                    k += 1;
+                    break;
+                }
+                if k == 0 {
+                    break;
+                }
+                k = self.back[k - 1];
+            }
+            if k == m {
+                return (true, compared);
+            }
+        }
+        (false, compared)
+    }
+}
+
 /// A query's structure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Node {
-    /// A word sequence the text must hold (a word is a sequence of one).
-    Term(Vec<String>),
+    /// A word sequence the text must hold.
+    Term(Phrase),
     /// Every part holds.
     All(Vec<Node>),
     /// Some part holds.
@@ -91,10 +148,6 @@ pub(crate) fn words(text: &str) -> Vec<String> {
         out.push(word);
     }
     out
-}
-
-fn contains(haystack: &[String], needle: &[String]) -> bool {
-    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Splits a query into its tokens, each with the character it starts at.
@@ -243,7 +296,7 @@ impl Reader<'_> {
             }
             Some(Token::Term(w)) => {
                 self.at += 1;
-                Ok(Node::Term(w))
+                Ok(Node::Term(Phrase::new(w)))
             }
             Some(Token::Close) => Err((self.bad)(at, "a ) with no ( before it")),
             Some(Token::Or | Token::And) => Err((self.bad)(
@@ -257,7 +310,7 @@ impl Reader<'_> {
 
 fn holds(node: &Node, texts: &[Vec<String>]) -> bool {
     match node {
-        Node::Term(seq) => texts.iter().any(|w| contains(w, seq)),
+        Node::Term(phrase) => texts.iter().any(|w| phrase.find(w).0),
         Node::All(parts) => parts.iter().all(|p| holds(p, texts)),
         Node::Any(parts) => parts.iter().any(|p| holds(p, texts)),
         Node::Not(part) => !holds(part, texts),
@@ -414,6 +467,48 @@ mod tests {
             )
             .is_ok()
         );
+    }
+
+    fn w(s: &str) -> Vec<String> {
+        s.split(' ').map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_phrase_costs_at_most_two_comparisons_a_word_of_text_whatever_its_length() {
+        // The worst case of comparing at every position: a text of one repeated word and a
+        // long phrase of it that fails only at its end (issue 35: a 500-word phrase on a
+        // 4 MB body took 13 times as long as one word).
+        let text = w(&["a"; 20_000].join(" "));
+        for phrase in [
+            format!("{} b", ["a"; 499].join(" ")),
+            ["a"; 500].join(" "),
+            format!("b {}", ["a"; 499].join(" ")),
+            (0..500)
+                .map(|i| if i % 2 == 0 { "a" } else { "b" })
+                .collect::<Vec<_>>()
+                .join(" "),
+        ] {
+            let p = Phrase::new(w(&phrase));
+            let (_, compared) = p.find(&text);
+            assert!(compared <= 2 * text.len(), "{compared} comparisons");
+        }
+        let (found, compared) = Phrase::new(w(&["a"; 500].join(" "))).find(&text);
+        assert!(found && compared == 500, "{compared}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_phrase_matches_where_its_words_stand_in_a_row(
+            text in proptest::collection::vec(0u8..3, 0..40),
+            phrase in proptest::collection::vec(0u8..3, 1..6),
+        ) {
+            let words = |v: &[u8]| v.iter().map(|b| b.to_string()).collect::<Vec<_>>();
+            let (text, phrase) = (words(&text), words(&phrase));
+            let naive = text.windows(phrase.len()).any(|win| win == &phrase[..]);
+            let (found, compared) = Phrase::new(phrase).find(&text);
+            proptest::prop_assert_eq!(found, naive);
+            proptest::prop_assert!(compared <= 2 * text.len());
+        }
     }
 
     #[test]

@@ -105,14 +105,16 @@ pub fn fetch_summary(out: &FetchOutput, feeds_asked: usize) -> String {
         ));
     }
     match &out.delivery {
-        Some(d) if d.token.is_some() => s.push_str(&format!(
-            " Delivered to reader {:?}: once handled, call ack_delivery with delivery_token.",
-            d.reader
-        )),
+        Some(d) if d.token.is_some() => s.push_str(&delivered(&d.reader)),
         Some(d) => s.push_str(&format!(" Nothing new for reader {:?}.", d.reader)),
         None => {}
     }
     s
+}
+
+/// What a fetch's summary says of a delivery to `reader` with items.
+pub fn delivered(reader: &str) -> String {
+    format!(" Delivered to reader {reader:?}: once handled, call ack_delivery with delivery_token.")
 }
 
 /// One line saying what an article call returned.

@@ -137,22 +137,38 @@ impl Server {
         let single_url = (asked == 1)
             .then(|| out.feeds.first().map(|f| f.feed_url.clone()))
             .flatten();
-        let overhead =
+        let mut overhead =
             estimate_tokens(&answer::fetch_summary(&out, asked)) + answer::SUMMARY_TOKENS;
+        // A reader's delivery is drawn first: what it adds is part of the budget.
+        let prepared = match &opts.unseen {
+            Some(view) => {
+                let p = ops::prepare(&self.ctx, view).await?;
+                let name = view.reader().name();
+                let added = serde_json::json!({
+                    "delivery": {"reader": name, "token": p.token(), "items": out.total_items,
+                                 "expires_at": p.expires_at()},
+                    tools::DELIVERY_TOKEN: p.token(),
+                });
+                overhead +=
+                    estimate_tokens(&added.to_string()) + estimate_tokens(&answer::delivered(name));
+                Some(p)
+            }
+            None => None,
+        };
         let mut out = match ops::pages::page(
             &self.ctx.cursor_key,
             out,
             start,
-            budget,
-            overhead,
+            (budget, overhead),
             &fingerprint,
             since,
+            prepared.as_ref().map(ops::Prepared::walk),
         ) {
             Ok(out) => out,
             Err(e) => return Ok(self.error(&e, single_url.as_deref())),
         };
-        if let Some(view) = &opts.unseen {
-            ops::deliver(&self.ctx, view, &mut out).await?;
+        if let (Some(view), Some(p)) = (&opts.unseen, prepared) {
+            ops::deliver_prepared(&self.ctx, view, p, &mut out).await?;
         }
         let failed =
             !out.feeds.is_empty() && out.feeds.iter().all(|f| f.status == FeedStatus::Error);

@@ -1,5 +1,5 @@
-//! Response budgets: whether a result fits in a token budget, and what limit or content
-//! length would make it fit.
+//! Response budgets: whether a result fits in a token budget, and how its texts are cut at
+//! a paragraph to make it fit (what a result that cannot is suggested: `super::suggest`).
 
 use serde::Serialize;
 
@@ -8,37 +8,12 @@ use crate::feed::{estimate_tokens, truncate_chars};
 use crate::model::{ArticleOutput, ArticleResult, FetchOutput, Item, ShowOutput};
 
 /// Estimated tokens of `value` as a model gets it: its compact view
-/// ([`crate::output::compact`]) as JSON, by [`estimate_tokens`].
+/// ([`crate::output::compact`]) as JSON, every error's message with its hint, by
+/// [`estimate_tokens`].
 pub fn tokens_of<T: Serialize>(value: &T) -> usize {
-    let v = crate::output::compact::compact_value(value);
+    let mut v = crate::output::compact::compact_value(value);
+    crate::output::hint::advise_all(&mut v);
     serde_json::to_string(&v).map_or(usize::MAX, |s| estimate_tokens(&s))
-}
-
-/// A `max_response_tokens` that would hold a result of `estimated` tokens, with room for
-/// what changes from call to call.
-fn roomy(estimated: usize) -> usize {
-    estimated.saturating_mul(11) / 10 + 64
-}
-
-/// A copy of `out` with at most `limit` items per feed.
-fn with_limit(out: &FetchOutput, limit: usize) -> FetchOutput {
-    let mut o = out.clone();
-    for f in &mut o.feeds {
-        f.items.truncate(limit);
-    }
-    super::dedupe::retain_present(&mut o);
-    o
-}
-
-/// A copy of `out` with every content and summary cut to `chars` characters.
-fn with_content_chars(out: &FetchOutput, chars: usize) -> FetchOutput {
-    let mut o = out.clone();
-    for f in &mut o.feeds {
-        for it in &mut f.items {
-            cut_item(it, chars);
-        }
-    }
-    o
 }
 
 /// The largest `n` in `0..=hi` for which `fits(n)` holds (`fits` is monotone), or `None`
@@ -58,60 +33,15 @@ pub(crate) fn largest_fitting(hi: usize, fits: impl Fn(usize) -> bool) -> Option
     Some(lo)
 }
 
-/// The longest content or summary among `items`, in characters.
-fn longest_body<'a>(items: impl Iterator<Item = &'a Item>) -> usize {
-    items
-        .flat_map(|i| [&i.content, &i.summary])
-        .filter_map(|c| c.as_ref().map(|c| c.chars().count()))
-        .max()
-        .unwrap_or(0)
-}
-
-/// Cuts an item's content and summary to `chars` characters (as `max_content_chars`
-/// does: the rest of the content starts at `next_offset`).
-fn cut_item(it: &mut Item, chars: usize) {
-    if let Some(c) = &mut it.content
-        && truncate_chars(c, chars)
-    {
-        it.content_truncated = true;
-        it.next_offset = Some(it.next_offset.map_or(chars, |n| n.min(chars)));
-    }
-    if let Some(s) = &mut it.summary {
-        truncate_chars(s, chars);
-    }
-}
-
 /// Room for the fields a re-run changes (timestamps, truncation counts, flags).
 fn target(budget: usize, overhead: usize) -> usize {
     budget.saturating_sub(overhead).saturating_mul(9) / 10
 }
 
-/// `Ok` when `out` (plus `overhead` tokens of summary text) fits in `budget` tokens;
-/// otherwise `RESPONSE_TOO_LARGE` with a per-feed `limit`, a `max_content_chars` and a
-/// `max_response_tokens` that each, followed alone, make the same result fit (with a
-/// margin for the fields that change when they are applied); a suggestion that cannot make
-/// it fit alone is `None`.
-pub fn check(out: &FetchOutput, budget: usize, overhead: usize) -> Result<()> {
-    let estimated = tokens_of(out) + overhead;
-    if estimated <= budget {
-        return Ok(());
-    }
-    let target = target(budget, overhead);
-    let most_items = out.feeds.iter().map(|f| f.items.len()).max().unwrap_or(0);
-    let suggested_limit = largest_fitting(most_items, |l| tokens_of(&with_limit(out, l)) <= target)
-        .filter(|&l| l > 0);
-    let longest = longest_body(out.feeds.iter().flat_map(|f| f.items.iter()));
-    let suggested_max_content_chars = largest_fitting(longest, |c| {
-        tokens_of(&with_content_chars(out, c)) <= target
-    })
-    .filter(|&c| c > 0);
-    Err(Error::OverBudget {
-        estimated_tokens: estimated,
-        budget_tokens: budget,
-        suggested_limit,
-        suggested_max_content_chars,
-        suggested_max_response_tokens: Some(roomy(estimated)),
-    })
+/// The smallest budget whose share for a result ([`target`], with `overhead`) holds
+/// `tokens`.
+pub(super) fn budget_for(tokens: usize, overhead: usize) -> usize {
+    overhead.saturating_add(tokens.saturating_mul(10).div_ceil(9))
 }
 
 /// The longest prefix of `s` of at most `max` characters that ends at a paragraph break
@@ -404,29 +334,16 @@ pub fn cap_item(out: &mut ShowOutput, max: usize, at: Offsets) {
     }
 }
 
-/// The error for a result that no cut makes fit: a budget that would hold it.
-fn too_large(estimated: usize, budget: usize, chars: Option<usize>) -> Error {
-    Error::OverBudget {
-        estimated_tokens: estimated,
-        budget_tokens: budget,
-        suggested_limit: None,
-        suggested_max_content_chars: chars,
-        suggested_max_response_tokens: Some(roomy(estimated)),
-    }
-}
-
-/// Fits an article result (plus `overhead` tokens) into `budget`: articles longer than
-/// their share come back cut at a paragraph, with `next_offset`; `RESPONSE_TOO_LARGE`
-/// when not even that fits.
-pub fn fit_articles(
+/// Whether an article result (plus `overhead` tokens) fits into `budget`, once articles
+/// longer than their share are cut at a paragraph (with `next_offset`), as they are then.
+pub(super) fn fits_articles(
     out: &mut ArticleOutput,
     budget: usize,
     overhead: usize,
     offset: usize,
-) -> Result<()> {
-    let estimated = tokens_of(out) + overhead;
-    if estimated <= budget {
-        return Ok(());
+) -> bool {
+    if tokens_of(out) + overhead <= budget {
+        return true;
     }
     let at = Offsets {
         content: offset,
@@ -434,14 +351,35 @@ pub fn fit_articles(
     };
     if fit_bodies(out, target(budget, overhead), at, articles_of) {
         out.total_content_tokens_est = out.articles.iter().map(|a| a.content_tokens_est).sum();
+        return true;
+    }
+    false
+}
+
+/// Fits an article result (plus `overhead` tokens) into `budget`: articles longer than
+/// their share come back cut at a paragraph, with `next_offset`; `RESPONSE_TOO_LARGE`
+/// when not even that fits, with a budget that does ([`super::suggest::for_articles`]).
+pub fn fit_articles(
+    out: &mut ArticleOutput,
+    budget: usize,
+    overhead: usize,
+    offset: usize,
+) -> Result<()> {
+    let estimated = tokens_of(out) + overhead;
+    if fits_articles(out, budget, overhead, offset) {
         return Ok(());
     }
-    Err(too_large(estimated, budget, None))
+    Err(super::suggest::for_articles(
+        out,
+        (budget, overhead),
+        offset,
+        estimated,
+    ))
 }
 
 /// Fits a fetch (the one item a page could not do without): its article is cut first, then
-/// its content, each at a paragraph with `next_offset`; then [`check`] as for any fetch.
-pub fn fit_fetch(out: &mut FetchOutput, budget: usize, overhead: usize) -> Result<()> {
+/// its content, each at a paragraph with `next_offset`. Whether it fits then.
+pub(super) fn fit_fetch(out: &mut FetchOutput, budget: usize, overhead: usize) -> bool {
     let target = target(budget, overhead);
     let at = Offsets::default();
     if tokens_of(out) + overhead > budget {
@@ -450,35 +388,73 @@ pub fn fit_fetch(out: &mut FetchOutput, budget: usize, overhead: usize) -> Resul
             fit_bodies(out, target, at, item_texts);
         }
     }
-    check(out, budget, overhead)
+    tokens_of(out) + overhead <= budget
+}
+
+/// `out` with every text of its items (content, summary, article) cut to one character
+/// at most, as [`fit_fetch`] cuts them at the least.
+pub(super) fn cut_to_one(out: &FetchOutput) -> FetchOutput {
+    let mut o = out.clone();
+    for mut b in item_texts(&mut o, Offsets::default()) {
+        b.cut(1);
+    }
+    o
+}
+
+/// Whether `get_item` (plus `overhead` tokens) fits into `budget` once its article, then its
+/// content too, are cut at a paragraph (the texts start where `at` says), as they are then.
+pub(super) fn fits_item(out: &mut ShowOutput, budget: usize, overhead: usize, at: Offsets) -> bool {
+    if tokens_of(out) + overhead <= budget {
+        return true;
+    }
+    let target = target(budget, overhead);
+    (out.item.article.is_some() && fit_bodies(out, target, at, show_article))
+        || fit_bodies(out, target, at, show_texts)
+}
+
+/// `get_item` with its article alone (`article_only`), or every text, cut to one character
+/// at most, as [`fits_item`] cuts them at the least.
+pub(super) fn item_cut_to_one(out: &ShowOutput, at: Offsets, article_only: bool) -> ShowOutput {
+    let mut o = out.clone();
+    let bodies = if article_only {
+        show_article(&mut o, at)
+    } else {
+        show_texts(&mut o, at)
+    };
+    for mut b in bodies {
+        b.cut(1);
+    }
+    o
 }
 
 /// Fits `get_item` into `budget`: its article is cut first, then its content too, each at
 /// a paragraph with `next_offset` (the texts start where `at` says); `RESPONSE_TOO_LARGE`
-/// with what would fit when not even that does.
+/// with what would fit ([`super::suggest::for_item`]) when not even that does.
 pub fn fit_item(out: &mut ShowOutput, budget: usize, overhead: usize, at: Offsets) -> Result<()> {
     let estimated = tokens_of(out) + overhead;
-    if estimated <= budget {
+    if fits_item(out, budget, overhead, at) {
         return Ok(());
     }
-    let target = target(budget, overhead);
-    if out.item.article.is_some() && fit_bodies(out, target, at, show_article) {
-        return Ok(());
+    Err(super::suggest::for_item(
+        out,
+        (budget, overhead),
+        at,
+        estimated,
+    ))
+}
+
+/// `articles` (starting `offset` characters in) with every text cut to one character at
+/// most, as [`fits_articles`] cuts them at the least.
+pub(super) fn articles_cut_to_one(out: &ArticleOutput, offset: usize) -> ArticleOutput {
+    let mut o = out.clone();
+    let at = Offsets {
+        content: offset,
+        article: 0,
+    };
+    for mut b in articles_of(&mut o, at) {
+        b.cut(1);
     }
-    if fit_bodies(out, target, at, show_texts) {
-        return Ok(());
-    }
-    let longest = longest_body(std::iter::once(&out.item));
-    let chars = largest_fitting(longest, |c| {
-        let mut o = out.clone();
-        cut_item(&mut o.item, c);
-        if let Some(a) = o.item.article.as_deref_mut() {
-            a.content = None;
-        }
-        tokens_of(&o) <= target
-    })
-    .filter(|&c| c > 0);
-    Err(too_large(estimated, budget, chars))
+    o
 }
 
 #[cfg(test)]

@@ -4,6 +4,10 @@
 //! web address after normalisation, else a content hash; the relation is closed over (if
 //! A and B share a guid and B and C an address, all three are one group). Our own `id` is
 //! never a key: it includes the feed's URL, so it never matches across feeds.
+//!
+//! A body is the weakest key: one that repeats inside a feed ("Read more…") is that feed's
+//! boilerplate and joins none of its items, and one shared by two feeds joins two items only
+//! when their titles do not tell them apart ([`titles_apart`]).
 
 use std::collections::HashMap;
 
@@ -198,6 +202,64 @@ struct Keyed {
     feed: usize,
     item: usize,
     keys: [Option<String>; 3],
+    /// Its title's words, lower-cased, each followed by a space ([`title_words`]).
+    title: Option<String>,
+}
+
+/// The most characters of a title compared.
+const TITLE_CHARS: usize = 512;
+
+/// A title as compared: its words (letters and digits) lower-cased, each followed by one
+/// space and preceded by one, so a containment is a containment of whole words; `None` for
+/// a title with no word.
+fn title_words(title: Option<&str>) -> Option<String> {
+    let mut out = String::from(" ");
+    for word in title?
+        .chars()
+        .take(TITLE_CHARS)
+        .collect::<String>()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        out.extend(word.chars().flat_map(char::to_lowercase));
+        out.push(' ');
+    }
+    (out.len() > 1).then_some(out)
+}
+
+/// Whether two items' titles tell them apart: both have one, and neither's words stand in
+/// a row in the other's (a copy that adds the site's name to the title is not apart).
+fn titles_apart(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => !a.contains(b) && !b.contains(a),
+        _ => false,
+    }
+}
+
+/// Drops from `all` the bodies that repeat inside their own feed: boilerplate, not a story.
+fn drop_boilerplate(all: &mut [Keyed]) {
+    let mut count: HashMap<(usize, &str), usize> = HashMap::new();
+    for k in all.iter() {
+        if let Some(h) = k.keys[2].as_deref() {
+            *count.entry((k.feed, h)).or_default() += 1;
+        }
+    }
+    let repeated: std::collections::HashSet<(usize, String)> = count
+        .into_iter()
+        .filter(|&(_, n)| n > 1)
+        .map(|((f, h), _)| (f, h.to_owned()))
+        .collect();
+    if repeated.is_empty() {
+        return;
+    }
+    for k in all.iter_mut() {
+        if k.keys[2]
+            .as_ref()
+            .is_some_and(|h| repeated.contains(&(k.feed, h.clone())))
+        {
+            k.keys[2] = None;
+        }
+    }
 }
 
 /// At most this many groups per body are offered to a later item holding the same body.
@@ -233,13 +295,15 @@ pub(crate) fn apply(out: &mut FetchOutput, mode: Dedupe) {
                 feed: f,
                 item: i,
                 keys: keys_of(item),
+                title: title_words(item.title.as_deref()),
             });
         }
     }
+    drop_boilerplate(&mut all);
     let mut groups = Groups::new(all.iter().map(|k| k.feed));
     // A guid or an address names one story wherever it appears: those join first. A body
-    // only joins items of different feeds, and never a group already holding an item of
-    // the other's feeds.
+    // only joins items of different feeds whose titles do not tell them apart, and never a
+    // group already holding an item of the other's feeds.
     for kind in 0..2 {
         let mut first_with: HashMap<&str, usize> = HashMap::new();
         for (n, k) in all.iter().enumerate() {
@@ -256,7 +320,9 @@ pub(crate) fn apply(out: &mut FetchOutput, mode: Dedupe) {
             continue;
         };
         let candidates = with_body.entry(key).or_default();
-        let joined = candidates.iter().any(|&m| groups.join(m, n, true));
+        let joined = candidates.iter().any(|&m| {
+            !titles_apart(all[m].title.as_deref(), k.title.as_deref()) && groups.join(m, n, true)
+        });
         // Bounded, so a body that a long feed repeats costs a few checks an item.
         if !joined && candidates.len() < BODY_CANDIDATES {
             candidates.push(n);
@@ -313,24 +379,6 @@ pub(crate) fn apply(out: &mut FetchOutput, mode: Dedupe) {
     out.truncation.items_omitted_as_duplicates += drop.len();
 }
 
-/// Drops from `out.duplicates` the items no longer in `out.feeds` (a result cut to fewer
-/// items), and the groups left with fewer than two.
-pub(crate) fn retain_present(out: &mut FetchOutput) {
-    if out.duplicates.is_empty() {
-        return;
-    }
-    let present: std::collections::HashSet<(&str, &str)> = out
-        .feeds
-        .iter()
-        .flat_map(|f| f.items.iter().map(|i| (f.feed_url.as_str(), i.id.as_str())))
-        .collect();
-    for d in &mut out.duplicates {
-        d.items
-            .retain(|i| present.contains(&(i.feed_url.as_str(), i.id.as_str())));
-    }
-    out.duplicates.retain(|d| d.items.len() > 1);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,6 +403,30 @@ mod tests {
             n("https://example.com/a?id=2")
         );
         assert!(normalize_url("mailto:x@example.com").is_none());
+    }
+
+    #[test]
+    fn titles_are_apart_unless_one_holds_the_others_words_in_a_row() {
+        let apart = |a: Option<&str>, b: Option<&str>| {
+            titles_apart(title_words(a).as_deref(), title_words(b).as_deref())
+        };
+        assert!(apart(
+            Some("A post about gardens"),
+            Some("A post about rivers")
+        ));
+        assert!(apart(Some("Story 1"), Some("Story 10")), "whole words only");
+        assert!(!apart(
+            Some("Storm reaches the coast"),
+            Some("STORM reaches the coast – Blog B")
+        ));
+        assert!(!apart(Some("Same"), Some("same!")));
+        assert!(!apart(Some("A title"), None), "nothing tells them apart");
+        assert!(
+            !apart(Some("…"), Some("A title")),
+            "a title of no word is none"
+        );
+        let long = "word ".repeat(10_000);
+        assert!(title_words(Some(&long)).unwrap().len() <= 2 * TITLE_CHARS);
     }
 
     #[test]

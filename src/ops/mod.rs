@@ -5,6 +5,7 @@ mod article;
 pub mod budget;
 mod cached;
 mod config;
+mod cut;
 mod deadline;
 mod dedupe;
 mod discover;
@@ -18,6 +19,7 @@ mod request;
 mod robots;
 mod service;
 mod show;
+mod suggest;
 mod transcripts;
 
 use crate::model::WarningCode;
@@ -45,7 +47,8 @@ pub use fetch::fetch_feeds;
 pub use hosts::{hosts_clear, hosts_list};
 pub use moved::{REMEMBER_AFTER, moved_forget, moved_list};
 pub use readers::{
-    Caller, ReaderRequest, ack, deliver, fetch_unseen, open_view, readers_forget, readers_list,
+    Caller, Prepared, ReaderRequest, ack, deliver, deliver_prepared, fetch_unseen, open_view,
+    prepare, readers_forget, readers_list,
 };
 pub use request::{CachePolicy, FetchRequest};
 pub use service::{KeySource, Service};

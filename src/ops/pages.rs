@@ -20,21 +20,18 @@ use hmac::{KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::budget::{self, tokens_of};
+use super::cut;
 use super::request::FetchRequest;
 use super::{CacheMode, FetchOptions};
 use crate::error::{Error, Result};
 use crate::inputs::{Input, Source};
-use crate::model::{FeedMeta, FeedResult, FeedStatus, FetchOutput, Warning, WarningCode};
+use crate::model::{FeedStatus, FetchOutput, Warning, WarningCode};
 
 /// How long a cursor can be used after it was given.
 pub const CURSOR_LIFETIME: Duration = Duration::from_secs(3600);
 
 /// The longest cursor accepted (a real one is about 200 characters).
 const MAX_CURSOR_CHARS: usize = 1024;
-
-/// Tokens kept for `next_cursor` itself and the page counts.
-const CURSOR_TOKENS: usize = 96;
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 
@@ -266,143 +263,21 @@ fn check_of(full: &FetchOutput, counts: &[usize]) -> String {
     hex::encode(&h.finalize()[..4])
 }
 
-/// The items left after `counts`, in the order pages give them: in turns, the feed that
-/// has given the fewest first (the earliest in the request among equals). Each entry is
-/// (feed, item index).
-fn turns(full: &FetchOutput, counts: &[usize]) -> Vec<(usize, usize)> {
-    use std::cmp::Reverse;
-    let mut heap: std::collections::BinaryHeap<Reverse<(usize, usize)>> = full
-        .feeds
-        .iter()
-        .zip(counts)
-        .enumerate()
-        .filter(|(_, (f, n))| **n < f.items.len())
-        .map(|(i, (_, &n))| Reverse((n, i)))
-        .collect();
-    let mut order = Vec::new();
-    while let Some(Reverse((n, f))) = heap.pop() {
-        order.push((f, n));
-        if n + 1 < full.feeds[f].items.len() {
-            heap.push(Reverse((n + 1, f)));
-        }
-    }
-    order
-}
-
-/// Resets a page's totals, errors, warnings and duplicates to its own feeds.
-fn settle(page: &mut FetchOutput, full: &FetchOutput) {
-    for f in &mut page.feeds {
-        f.item_count = f.items.len();
-        f.content_tokens_est_total = f.items.iter().map(|i| i.content_tokens_est).sum();
-    }
-    page.total_items = page.feeds.iter().map(|f| f.item_count).sum();
-    page.total_content_tokens_est = page.feeds.iter().map(|f| f.content_tokens_est_total).sum();
-    page.errors = page.feeds.iter().filter_map(|f| f.error.clone()).collect();
-    let here = |url: &str| page.feeds.iter().any(|f| f.feed_url == url);
-    page.warnings = full
-        .warnings
-        .iter()
-        .filter(|w| w.feed_url.as_deref().is_none_or(here))
-        .cloned()
-        .collect();
-    let holds = |feed_url: &str, id: &str| {
-        page.feeds
-            .iter()
-            .any(|f| f.feed_url == feed_url && f.items.iter().any(|i| i.id == id))
-    };
-    page.duplicates = full
-        .duplicates
-        .iter()
-        .filter(|d| d.items.iter().any(|i| holds(&i.feed_url, &i.id)))
-        .cloned()
-        .collect();
-}
-
-/// What a page holds: the feeds it shows, each with how many of its items from where.
-struct Cut<'a> {
-    full: &'a FetchOutput,
-    counts: &'a [usize],
-    order: &'a [(usize, usize)],
-    first: bool,
-    slim: bool,
-}
-
-impl Cut<'_> {
-    /// The page with the first `m` items of the order.
-    fn page(&self, m: usize) -> FetchOutput {
-        let mut taken = vec![0usize; self.full.feeds.len()];
-        for &(f, _) in &self.order[..m] {
-            taken[f] += 1;
-        }
-        let full = self.full;
-        let mut page = FetchOutput {
-            schema_version: full.schema_version.clone(),
-            fetched_at: full.fetched_at.clone(),
-            total_items: 0,
-            total_content_tokens_est: 0,
-            feeds: Vec::new(),
-            errors: Vec::new(),
-            warnings: Vec::new(),
-            truncation: full.truncation.clone(),
-            duplicates: Vec::new(),
-            next_cursor: None,
-            delivery: None,
-        };
-        for (f, feed) in self.full.feeds.iter().enumerate() {
-            if !self.first && taken[f] == 0 {
-                continue;
-            }
-            let from = self.counts[f];
-            let mut shown = FeedResult {
-                feed_url: feed.feed_url.clone(),
-                final_url: feed.final_url.clone(),
-                status: feed.status,
-                from_cache: feed.from_cache,
-                meta: feed.meta.clone(),
-                item_count: 0,
-                content_tokens_est_total: 0,
-                items: feed.items[from..from + taken[f]].to_vec(),
-                error: feed.error.clone(),
-                attempts: feed.attempts,
-                gate_wait_ms: feed.gate_wait_ms,
-                cached_at: feed.cached_at.clone(),
-                cache_age_seconds: feed.cache_age_seconds,
-                fresh_until: feed.fresh_until.clone(),
-                fresh_by: feed.fresh_by,
-            };
-            if self.slim && taken[f] == 0 {
-                slim(&mut shown);
-            }
-            page.feeds.push(shown);
-        }
-        settle(&mut page, self.full);
-        page
-    }
-}
-
-/// A feed's entry cut to what says how it went: its metadata beyond the title goes.
-fn slim(feed: &mut FeedResult) {
-    let title = feed.meta.title.take();
-    feed.meta = FeedMeta {
-        title,
-        ..FeedMeta::default()
-    };
-}
-
 /// Cuts from `full` the page that starts at `start` and fits `budget` tokens (with
 /// `overhead` more for the summary text): on the first page every feed, and the items that
-/// fit, taken in turns across feeds ([`turns`]); the cursor of the next page if any item
-/// is left. A page whose first item alone does not fit has that item's article and content
-/// cut at a paragraph (with `next_offset`); `RESPONSE_TOO_LARGE` (with a budget that
-/// fits) only when not even that, or the first page's feeds alone, fit.
+/// fit, taken in turns across feeds ([`cut::cut`]); the cursor of the next page if any
+/// item is left. A page whose first item alone does not fit has that item's article and
+/// content cut at a paragraph (with `next_offset`); `RESPONSE_TOO_LARGE` only when not
+/// even that, or the first page's feeds alone, fit, with suggestions that each, followed
+/// alone, make the same call succeed ([`super::suggest::for_page`]).
 pub fn page(
     key: &CursorKey,
     full: FetchOutput,
     start: Start,
-    budget: usize,
-    overhead: usize,
+    (budget, overhead): (usize, usize),
     fingerprint: &str,
     since: Option<DateTime<Utc>>,
+    walk: Option<&str>,
 ) -> Result<FetchOutput> {
     let first = start.is_first();
     let counts = if first {
@@ -422,86 +297,48 @@ pub fn page(
                 .to_owned(),
         ));
     }
-    let order = turns(&full, &counts);
-    let fits = |p: &FetchOutput| tokens_of(p) + overhead + CURSOR_TOKENS <= budget;
-    let mut cut = Cut {
-        full: &full,
-        counts: &counts,
-        order: &order,
-        first,
-        slim: false,
+    let failed: Vec<usize> = if first {
+        full.feeds
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.status == FeedStatus::Error)
+            .map(|(i, _)| i)
+            .collect()
+    } else {
+        start.failed.clone()
     };
-    let mut found = budget::largest_fitting(order.len(), |m| fits(&cut.page(m)));
-    if found.is_none() && first {
-        cut.slim = true;
-        found = budget::largest_fitting(order.len(), |m| fits(&cut.page(m)));
-    }
-    let (mut page, m) = match found {
-        Some(m) if m > 0 || order.is_empty() => (cut.page(m), m),
-        Some(_) => {
-            // Not even the page's first item fits: cut its article and content, else refuse.
-            let mut one = cut.page(1);
-            budget::fit_fetch(&mut one, budget, overhead + CURSOR_TOKENS)?;
-            (one, 1)
-        }
-        None => {
-            let estimated = tokens_of(&cut.page(0)) + overhead + CURSOR_TOKENS;
-            return Err(Error::OverBudget {
-                estimated_tokens: estimated,
-                budget_tokens: budget,
-                suggested_limit: None,
-                suggested_max_content_chars: None,
-                suggested_max_response_tokens: Some(estimated.saturating_mul(11) / 10 + 64),
-            });
-        }
-    };
-    page.warnings.extend(warnings);
-    let mut next = counts.clone();
-    for &(f, _) in &order[..m] {
-        next[f] += 1;
-    }
-    page.truncation.items_on_later_pages = order.len() - m;
-    page.next_cursor = (m < order.len()).then(|| {
-        let failed = if first {
-            full.feeds
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| f.status == FeedStatus::Error)
-                .map(|(i, _)| i)
-                .collect()
-        } else {
-            start.failed.clone()
-        };
+    let t = unix_now();
+    // The cursor is part of what must fit: made for each page tried.
+    let cursor = |next: &[usize]| {
         encode(
             key,
             &Cursor {
                 v: VERSION,
                 o: fingerprint.to_owned(),
-                h: check_of(&full, &next),
-                c: next,
-                x: failed,
+                h: check_of(&full, next),
+                c: next.to_vec(),
+                x: failed.clone(),
                 s: since.map(|s| s.timestamp_millis()),
-                t: unix_now(),
-                w: None,
+                t,
+                w: walk.map(str::to_owned),
             },
         )
-    });
-    Ok(page)
-}
-
-/// `cursor` (one this server gave) continuing the walk of pages whose first delivery is
-/// `walk`, signed again.
-pub fn with_walk(key: &CursorKey, cursor: &str, walk: &str) -> String {
-    let parsed = cursor
-        .split_once('.')
-        .and_then(|(body, _)| B64.decode(body).ok())
-        .and_then(|json| serde_json::from_slice::<Cursor>(&json).ok());
-    match parsed {
-        Some(mut c) => {
-            c.w = Some(walk.to_owned());
-            encode(key, &c)
+    };
+    match cut::cut(&full, &counts, first, (budget, overhead), &cursor) {
+        Ok(mut page) => {
+            page.warnings.extend(warnings);
+            Ok(page)
         }
-        None => cursor.to_owned(),
+        Err(Error::OverBudget {
+            estimated_tokens, ..
+        }) => Err(super::suggest::for_page(
+            &full,
+            &counts,
+            first,
+            (budget, overhead),
+            (estimated_tokens, &cursor),
+        )),
+        Err(e) => Err(e),
     }
 }
 

@@ -12,8 +12,8 @@ use crate::model::{
     ReadersOutput, SCHEMA_VERSION,
 };
 use crate::readers::{
-    Claim, DeliveredFeed, DeliveryRecord, ReaderId, Readers, Refusal, Scope, TOKEN_LIFETIME, View,
-    WalkFeed, random_id,
+    Claim, Commit, DeliveredFeed, DeliveryRecord, ReaderId, Readers, Refusal, Scope,
+    TOKEN_LIFETIME, View, WalkFeed, random_id,
 };
 
 /// A fetch's reader, as asked (`--reader NAME [--unseen]`, MCP `reader` and `unseen`).
@@ -57,11 +57,11 @@ pub async fn open_view(
         .iter()
         .map(|i| crate::error::echo(&i.feed_url))
         .collect();
-    let (marks, _) = readers.marks(&req.reader, &feeds).await?;
+    let marks = readers.seen(&req.reader, &feeds).await?;
     let mut seen: HashMap<String, Arc<HashSet<u64>>> = feeds
         .iter()
         .zip(marks)
-        .map(|(f, m)| (f.clone(), Arc::new(m.map(|m| m.ids()).unwrap_or_default())))
+        .map(|(f, m)| (f.clone(), Arc::new(m)))
         .collect();
     if let Some(walk) = walk {
         let (first, _) = readers.delivery(&req.reader, walk).await?;
@@ -123,10 +123,71 @@ fn marked_by(out: &FetchOutput) -> Vec<(String, Vec<String>)> {
     order
 }
 
-/// Makes `out` (a whole run, or one page of it) a delivery to `view`'s reader: stores what
-/// acknowledging it marks and sets `out.delivery` with its token. The first page of a walk
-/// keeps the reader's view for the pages after it (their cursor names it).
+/// A delivery drawn before the output it is made of is cut: its id, lifetime and token are
+/// known first, so what it adds to a result is counted in the result's budget.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    id: String,
+    issued_ms: u64,
+    expires_ms: u64,
+    token: String,
+    walk: String,
+}
+
+impl Prepared {
+    /// The token the delivery will carry if it has items.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// When the token will expire (RFC 3339).
+    pub fn expires_at(&self) -> Option<String> {
+        format_ms(self.expires_ms)
+    }
+
+    /// The walk of pages its output belongs to: the walk's first delivery (this one, for a
+    /// first page), which a page's `next_cursor` names.
+    pub fn walk(&self) -> &str {
+        &self.walk
+    }
+}
+
+/// Draws the delivery `view`'s output will be: its id, lifetime and token.
+pub async fn prepare(ctx: &Context, view: &View) -> Result<Prepared> {
+    let readers = ctx.readers()?;
+    let now = readers.now_ms().await?;
+    let id = random_id();
+    let expires_ms = now.saturating_add(TOKEN_LIFETIME.as_millis() as u64);
+    let token = readers.key().await?.encode(&Claim {
+        reader: view.reader().clone(),
+        delivery: id.clone(),
+        expires_ms,
+    });
+    Ok(Prepared {
+        walk: view.walk().unwrap_or(&id).to_owned(),
+        id,
+        issued_ms: now,
+        expires_ms,
+        token,
+    })
+}
+
+/// Makes `out` (a whole run) a delivery to `view`'s reader ([`deliver_prepared`]).
 pub async fn deliver(ctx: &Context, view: &View, out: &mut FetchOutput) -> Result<()> {
+    let prepared = prepare(ctx, view).await?;
+    deliver_prepared(ctx, view, prepared, out).await
+}
+
+/// Makes `out` (a whole run, or one page of it, whose cursor names `prepared`'s walk) the
+/// delivery `prepared` to `view`'s reader: stores what acknowledging it marks and sets
+/// `out.delivery` with its token. The first page of a walk keeps the reader's view for the
+/// pages after it.
+pub async fn deliver_prepared(
+    ctx: &Context,
+    view: &View,
+    prepared: Prepared,
+    out: &mut FetchOutput,
+) -> Result<()> {
     let readers = ctx.readers()?;
     let reader = view.reader();
     let items: usize = out.feeds.iter().map(|f| f.items.len()).sum();
@@ -139,8 +200,13 @@ pub async fn deliver(ctx: &Context, view: &View, out: &mut FetchOutput) -> Resul
         });
         return Ok(());
     }
-    let now = readers.now_ms().await?;
-    let id = random_id();
+    let Prepared {
+        id,
+        issued_ms,
+        expires_ms,
+        token,
+        ..
+    } = prepared;
     let feeds: Vec<DeliveredFeed> = marked_by(out)
         .into_iter()
         .map(|(feed_url, ids)| {
@@ -166,11 +232,10 @@ pub async fn deliver(ctx: &Context, view: &View, out: &mut FetchOutput) -> Resul
             })
             .collect()
     });
-    let expires_ms = now.saturating_add(TOKEN_LIFETIME.as_millis() as u64);
     let record = DeliveryRecord {
         v: 1,
-        id: id.clone(),
-        issued_ms: now,
+        id,
+        issued_ms,
         expires_ms,
         items,
         marks: feeds.iter().map(|f| f.ids.len()).sum(),
@@ -179,21 +244,12 @@ pub async fn deliver(ctx: &Context, view: &View, out: &mut FetchOutput) -> Resul
         acked_ms: None,
     };
     readers.add_delivery(reader, &record).await?;
-    let token = readers.key().await?.encode(&Claim {
-        reader: reader.clone(),
-        delivery: id.clone(),
-        expires_ms,
-    });
     out.delivery = Some(Delivery {
         reader: reader.name().to_owned(),
         token: Some(token),
         items,
         expires_at: format_ms(expires_ms),
     });
-    if let Some(cursor) = &out.next_cursor {
-        let walk = view.walk().unwrap_or(&id);
-        out.next_cursor = Some(super::pages::with_walk(&ctx.cursor_key, cursor, walk));
-    }
     Ok(())
 }
 
@@ -283,19 +339,44 @@ pub async fn ack(ctx: &Context, tokens: &[String], caller: Caller<'_>) -> Result
         found.push((claim, record));
     }
     let mut out = AckOutput::default();
+    // Each reader's deliveries (each once) committed together, then recorded.
+    let mut by_reader: Vec<(ReaderId, Vec<DeliveryRecord>)> = Vec::new();
     for (claim, record) in found {
-        if record.acked_ms.is_some() {
+        let i = match by_reader.iter().position(|(r, _)| *r == claim.reader) {
+            Some(i) => i,
+            None => {
+                by_reader.push((claim.reader, Vec::new()));
+                by_reader.len() - 1
+            }
+        };
+        let mine = &mut by_reader[i].1;
+        if mine.iter().any(|d| d.id == record.id) {
             out.already_acknowledged += record.marks;
-            continue;
+        } else {
+            mine.push(record);
         }
-        for feed in &record.feeds {
-            let (new, already) = readers
-                .record(&claim.reader, feed, record.issued_ms)
-                .await?;
+    }
+    for (reader, records) in by_reader {
+        let stood = readers.commit(&reader, &records).await?;
+        if stood.contains(&Commit::Gone) {
+            return Err(refused(
+                "unknown",
+                format!(
+                    "reader {:?} has no such delivery any more (forgotten, or pushed out by newer deliveries); fetch again",
+                    reader.name()
+                ),
+            ));
+        }
+        for (record, stood) in records.iter().zip(stood) {
+            if stood == Commit::Done {
+                out.already_acknowledged += record.marks;
+                continue;
+            }
+            let (new, already) = readers.apply(&reader, &record.id).await?;
             out.acknowledged += new;
             out.already_acknowledged += already;
         }
-        readers.acknowledged(&claim.reader, &record.id).await?;
+        readers.settle_all(&reader).await?;
     }
     Ok(out)
 }

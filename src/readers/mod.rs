@@ -14,7 +14,9 @@
 //! - `token`    — the signed token that names a delivery
 //! - `view`     — a reader's view of one run
 //! - `store`    — the records of all of it in the store
+//! - `ack`      — acknowledging deliveries, all or nothing
 
+mod ack;
 mod delivery;
 mod marks;
 mod name;
@@ -27,6 +29,6 @@ pub use marks::{MARK_MAX_AGE, MAX_MARKS_PER_FEED};
 pub use name::{MAX_NAME_CHARS, ReaderId, Scope};
 pub use view::View;
 
-pub(crate) use delivery::{DeliveredFeed, DeliveryRecord, WalkFeed};
+pub(crate) use delivery::{Commit, DeliveredFeed, DeliveryRecord, WalkFeed};
 pub(crate) use store::{Readers, random_id};
 pub(crate) use token::{Claim, Refusal};

@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
 use super::ReaderId;
-use super::delivery::{DeliveredFeed, DeliveryRecord, Index, Listed, MAX_DELIVERIES};
-use super::marks::{BOUNDS, Marks};
+use super::delivery::{DeliveryRecord, Index, Listed, MAX_DELIVERIES};
+use super::marks::Marks;
 use super::token::TokenKey;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -36,7 +36,7 @@ pub(crate) struct Listing {
 /// The readers of one store.
 #[derive(Debug)]
 pub(crate) struct Readers {
-    records: Arc<dyn RecordStore>,
+    pub(super) records: Arc<dyn RecordStore>,
     key: OnceCell<TokenKey>,
 }
 
@@ -48,23 +48,23 @@ fn feed_hash(feed_url: &str) -> String {
     hex::encode(&Sha256::digest(feed_url.as_bytes())[..8])
 }
 
-fn marks_key(r: &ReaderId, feed_url: &str) -> RecordKey {
+pub(super) fn marks_key(r: &ReaderId, feed_url: &str) -> RecordKey {
     key(&[&r.group(), "marks", &feed_hash(feed_url)])
 }
 
-fn delivery_key(r: &ReaderId, id: &str) -> RecordKey {
+pub(super) fn delivery_key(r: &ReaderId, id: &str) -> RecordKey {
     key(&[&r.group(), "deliveries", id])
 }
 
-fn index_key(r: &ReaderId) -> RecordKey {
+pub(super) fn index_key(r: &ReaderId) -> RecordKey {
     key(&[&r.group(), "index"])
 }
 
-fn failed(e: StoreError) -> Error {
+pub(super) fn failed(e: StoreError) -> Error {
     Error::ReaderStore(e)
 }
 
-fn parse<T: DeserializeOwned>(bytes: &[u8], what: impl FnOnce() -> String) -> Result<T> {
+pub(super) fn parse<T: DeserializeOwned>(bytes: &[u8], what: impl FnOnce() -> String) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|source| {
         failed(StoreError::Corrupt {
             host: what(),
@@ -73,7 +73,7 @@ fn parse<T: DeserializeOwned>(bytes: &[u8], what: impl FnOnce() -> String) -> Re
     })
 }
 
-fn to_bytes<T: Serialize>(v: &T) -> Vec<u8> {
+pub(super) fn to_bytes<T: Serialize>(v: &T) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_default()
 }
 
@@ -137,75 +137,11 @@ impl Readers {
         Ok(self.records.load_many(&[]).await.map_err(failed)?.1)
     }
 
-    /// `reader`'s marks in each of `feeds` (`None`: none yet), and the store's clock.
-    pub(crate) async fn marks(
-        &self,
-        reader: &ReaderId,
-        feeds: &[String],
-    ) -> Result<(Vec<Option<Marks>>, u64)> {
-        let keys: Vec<RecordKey> = feeds.iter().map(|f| marks_key(reader, f)).collect();
-        let (found, now) = self.records.load_many(&keys).await.map_err(failed)?;
-        let marks = found
-            .iter()
-            .zip(feeds)
-            .map(|(bytes, feed)| {
-                bytes
-                    .as_deref()
-                    .map(|b| parse::<Marks>(b, || format!("reader {} in {feed}", reader.name())))
-                    .transpose()
-            })
-            .collect::<Result<_>>()?;
-        Ok((marks, now))
-    }
-
-    /// Records what `feed` of a delivery read at `read_ms` marks; (new, already marked).
-    pub(crate) async fn record(
-        &self,
-        reader: &ReaderId,
-        feed: &DeliveredFeed,
-        read_ms: u64,
-    ) -> Result<(usize, usize)> {
-        let counts = std::sync::Mutex::new(Ok((0, 0)));
-        let present: Vec<String> = feed.ids.iter().chain(&feed.others).cloned().collect();
-        let update = |cur: Option<&[u8]>, now: u64| {
-            let mut marks = match cur.map(serde_json::from_slice::<Marks>) {
-                None => Marks::new(&feed.feed_url),
-                Some(Ok(m)) => m,
-                Some(Err(e)) => {
-                    *counts.lock().unwrap_or_else(|p| p.into_inner()) = Err(e);
-                    return Change::Keep;
-                }
-            };
-            let n = marks.record(&feed.ids, &present, read_ms, now, &BOUNDS);
-            *counts.lock().unwrap_or_else(|p| p.into_inner()) = Ok(n);
-            Change::Put(to_bytes(&marks), None)
-        };
-        self.records
-            .update(&marks_key(reader, &feed.feed_url), &update)
-            .await
-            .map_err(failed)?;
-        counts
-            .into_inner()
-            .unwrap_or_else(|p| p.into_inner())
-            .map_err(|source| {
-                failed(StoreError::Corrupt {
-                    host: format!("reader {} in {}", reader.name(), feed.feed_url),
-                    source,
-                })
-            })
-    }
-
     /// Keeps `d` as a delivery of `reader`: listed in its index first (so it is bounded),
     /// then stored. Deliveries the index lets go are removed.
     pub(crate) async fn add_delivery(&self, reader: &ReaderId, d: &DeliveryRecord) -> Result<()> {
         let dropped = std::sync::Mutex::new(Vec::new());
-        let listed = Listed {
-            id: d.id.clone(),
-            issued_ms: d.issued_ms,
-            expires_ms: d.expires_ms,
-            items: d.items,
-            acked: false,
-        };
+        let listed = Listed::of(d);
         let update = |cur: Option<&[u8]>, now: u64| {
             // A damaged index is rebuilt: it only bounds deliveries, it marks nothing.
             let mut ix: Index = cur
@@ -254,37 +190,6 @@ impl Readers {
         Ok((d, now))
     }
 
-    /// Notes that `reader`'s delivery `id` was acknowledged (its record keeps only what the
-    /// pages after it need).
-    pub(crate) async fn acknowledged(&self, reader: &ReaderId, id: &str) -> Result<()> {
-        let stub = |cur: Option<&[u8]>, now: u64| match cur
-            .and_then(|b| serde_json::from_slice::<DeliveryRecord>(b).ok())
-        {
-            Some(d) if d.acked_ms.is_none() => {
-                let expires = d.expires_ms;
-                Change::Put(to_bytes(&d.acknowledged(now)), Some(expires))
-            }
-            _ => Change::Keep,
-        };
-        self.records
-            .update(&delivery_key(reader, id), &stub)
-            .await
-            .map_err(failed)?;
-        let listed = |cur: Option<&[u8]>, _: u64| match cur
-            .and_then(|b| serde_json::from_slice::<Index>(b).ok())
-        {
-            Some(mut ix) => {
-                ix.acked(id);
-                Change::Put(to_bytes(&ix), None)
-            }
-            None => Change::Keep,
-        };
-        self.records
-            .update(&index_key(reader), &listed)
-            .await
-            .map_err(failed)
-    }
-
     /// Every reader with its marks and index, and the store's clock.
     pub(crate) async fn list(&self) -> Result<(Vec<Listing>, u64)> {
         let keys = self.records.list(&[]).await.map_err(failed)?;
@@ -296,13 +201,13 @@ impl Readers {
             if out.last().is_some_and(|l| l.reader.group() == *group) {
                 continue;
             }
-            let mine: Vec<RecordKey> = keys
-                .iter()
-                .filter(|k| {
-                    &k.segments()[0] == group && k.segments().get(1).is_some_and(|s| s == "marks")
-                })
-                .cloned()
-                .collect();
+            // What a stopped process left committed is recorded before it is counted.
+            self.settle_all(&reader).await?;
+            let mine: Vec<RecordKey> = self
+                .records
+                .list(&[group.clone(), "marks".to_owned()])
+                .await
+                .map_err(failed)?;
             let (found, _) = self.records.load_many(&mine).await.map_err(failed)?;
             let mut marks: Vec<Marks> = found
                 .iter()
@@ -331,7 +236,8 @@ impl Readers {
     }
 
     /// Forgets `reader`'s marks in `feed`, or everything of `reader` (its deliveries too);
-    /// (feeds, deliveries) forgotten.
+    /// (feeds, deliveries) forgotten. Its index is changed first, so an acknowledgement
+    /// being recorded at the same time ([`Readers::apply`]) records nothing more there.
     pub(crate) async fn forget(
         &self,
         reader: &ReaderId,
@@ -339,6 +245,21 @@ impl Readers {
     ) -> Result<(usize, usize)> {
         match feed {
             Some(feed) => {
+                let left_out = |cur: Option<&[u8]>, _: u64| {
+                    let Some(mut ix) = cur.and_then(|b| serde_json::from_slice::<Index>(b).ok())
+                    else {
+                        return Change::Keep;
+                    };
+                    if ix.forgot(feed) {
+                        Change::Put(to_bytes(&ix), None)
+                    } else {
+                        Change::Keep
+                    }
+                };
+                self.records
+                    .update(&index_key(reader), &left_out)
+                    .await
+                    .map_err(failed)?;
                 let k = marks_key(reader, feed);
                 let (found, _) = self.records.load(&k).await.map_err(failed)?;
                 self.records
@@ -348,6 +269,10 @@ impl Readers {
                 Ok((usize::from(found.is_some()), 0))
             }
             None => {
+                self.records
+                    .update(&index_key(reader), &|_, _| Change::Delete)
+                    .await
+                    .map_err(failed)?;
                 let group = reader.group();
                 let keys = self
                     .records

@@ -403,26 +403,30 @@ async fn issue_35_every_file_renamed_into_place_was_flushed_first() {
     let trace = dir.path().join("trace");
     let cache = dir.path().join("cache");
     // A feed (a cache entry, host state) read by a reader (its records and token key),
-    // with credentials (the cache's credential key).
-    let out = std::process::Command::new(&strace)
-        .args(["-f", "-y", "-qq", "-o"])
-        .arg(&trace)
-        .args([
-            "-e",
-            "trace=fsync,fdatasync,rename,renameat,renameat2,linkat",
-        ])
-        .arg(env!("CARGO_BIN_EXE_rss"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("RSS_CACHE_DIR", &cache)
-        .env("RSS_STATE_DIR", dir.path().join("state"))
-        .env("TOK_35", SECRET)
-        .env("KEY_35", KEY)
-        .arg("--config")
-        .arg(config(dir.path()))
-        .args(["fetch", "--reader", "r", &origin.url("/feed.xml")])
-        .output()
-        .unwrap();
+    // with credentials (the cache's credential key); then its delivery acknowledged (the
+    // reader's marks, written together).
+    let traced = |args: &[&str]| {
+        std::process::Command::new(&strace)
+            .args(["-f", "-y", "-qq", "-o"])
+            .arg(&trace)
+            .args([
+                "-e",
+                "trace=fsync,fdatasync,rename,renameat,renameat2,linkat",
+            ])
+            .arg(env!("CARGO_BIN_EXE_rss"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("RSS_CACHE_DIR", &cache)
+            .env("RSS_STATE_DIR", dir.path().join("state"))
+            .env("TOK_35", SECRET)
+            .env("KEY_35", KEY)
+            .arg("--config")
+            .arg(config(dir.path()))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = traced(&["fetch", "--reader", "r", &origin.url("/feed.xml")]);
     if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("ptrace") {
         eprintln!("skipped: ptrace is not allowed here");
         return;
@@ -433,10 +437,26 @@ async fn issue_35_every_file_renamed_into_place_was_flushed_first() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let trace = std::fs::read_to_string(&trace).unwrap();
-    let (renamed, unflushed) = renames_unflushed(&trace);
+    let fetched = std::fs::read_to_string(&trace).unwrap();
+    let (renamed, unflushed) = renames_unflushed(&fetched);
     // The cache entry, the host's state, the reader's delivery and index, the two keys.
-    assert!(renamed >= 4, "{renamed} renames:\n{trace}");
+    assert!(renamed >= 4, "{renamed} renames:\n{fetched}");
+    assert!(unflushed.is_empty(), "renamed unflushed: {unflushed:#?}");
+    let token = json(&out.stdout)["delivery"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = traced(&["ack", &token]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let acked = std::fs::read_to_string(&trace).unwrap();
+    let (renamed, unflushed) = renames_unflushed(&acked);
+    // The delivery kept and stubbed, the index committed and settled, the feed's marks.
+    assert!(renamed >= 4, "{renamed} renames:\n{acked}");
     assert!(unflushed.is_empty(), "renamed unflushed: {unflushed:#?}");
 }
 

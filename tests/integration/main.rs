@@ -29,6 +29,7 @@ mod private;
 mod readers;
 mod readers_mcp;
 mod readers_model;
+mod readers_race;
 mod readme;
 mod redis;
 mod robots;

@@ -280,3 +280,179 @@ async fn the_first_page_shows_every_feed_and_shares_the_items() {
     assert_eq!(srv.count(), hits, "later pages send no request");
     s.client.cancel().await.unwrap();
 }
+
+/// An article page of `paragraphs` paragraphs of thirty words, written as prose.
+fn long_page(title: &str, paragraphs: usize) -> String {
+    let mut body = format!(
+        "<!DOCTYPE html><html><head><title>{title}</title></head><body><article><h1>{title}</h1>"
+    );
+    for p in 0..paragraphs {
+        body.push_str("<p>");
+        for w in 0..30 {
+            body.push_str(&format!("harbour{p} lantern{w} "));
+        }
+        body.push_str("</p>");
+    }
+    body.push_str("</article></body></html>");
+    body
+}
+
+/// A feed with a description and `items` items of `words` words, each linking to one of
+/// this origin's pages.
+fn described(name: &str, items: usize, words: usize) -> String {
+    let mut body = format!(
+        "<rss><channel><title>The {name} chronicle of coastal weather</title>\
+         <link>https://{name}.example/</link><description>{}</description>",
+        "Daily notes on tides, winds and the lighthouse keepers who watch them. ".repeat(3)
+    );
+    for i in 0..items {
+        body.push_str(&format!(
+            "<item><title>{name}: report {i} from the coast</title><link>/page/{name}-{i}</link>\
+             <pubDate>Mon, 01 Jun 2026 {:02}:00:00 GMT</pubDate><description>{}</description></item>",
+            23 - i % 24,
+            "the tide rose over the harbour wall at dawn ".repeat(words / 9 + 1)
+        ));
+    }
+    body.push_str("</channel></rss>");
+    body
+}
+
+/// The tokens of an answer as the server counts them: its summary line and its result.
+pub fn answer_tokens(r: &rmcp::model::CallToolResult) -> usize {
+    rss::ops::budget::tokens_of(&summary(r)) + rss::ops::budget::tokens_of(&structured(r))
+}
+
+/// Calls `tool` with `a` (over its budget: `RESPONSE_TOO_LARGE`), then once with each
+/// `suggested_*` value the error carries, alone: every one of them must succeed. How many
+/// suggestions were followed.
+async fn follow_each_suggestion(s: &crate::mcp::Server, tool: &str, a: Value) -> usize {
+    let e = error_object(&call(s, tool, a.clone()).await);
+    assert_eq!(e["code"], "RESPONSE_TOO_LARGE", "{tool}: {e}");
+    let mut followed = 0;
+    for key in [
+        "suggested_max_response_tokens",
+        "suggested_max_content_chars",
+        "suggested_limit",
+    ] {
+        let Some(n) = e["details"][key].as_u64() else {
+            continue;
+        };
+        let mut again = a.clone();
+        again[&key["suggested_".len()..]] = json!(n);
+        let r = call(s, tool, again.clone()).await;
+        assert_ne!(
+            r.is_error,
+            Some(true),
+            "{tool} with {key} = {n} alone: {}\nfirst: {e}",
+            crate::mcp::text(&r)
+        );
+        let budget = again["max_response_tokens"].as_u64().unwrap() as usize;
+        let size = answer_tokens(&r);
+        assert!(size <= budget, "{tool} with {key} = {n}: ~{size} tokens");
+        followed += 1;
+    }
+    followed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_35_every_suggestion_followed_alone_makes_the_same_call_succeed() {
+    let names: Vec<String> = (0..13).map(|i| format!("coast{i}")).collect();
+    let mut routes: Vec<(String, Reply)> = names
+        .iter()
+        .map(|n| (format!("/{n}"), Reply::xml(described(n, 6, 60))))
+        .collect();
+    routes.push(("/huge".into(), Reply::xml(described("huge", 1, 40_000))));
+    routes.push(("/long".into(), Reply::xml(described("long", 3, 20))));
+    let srv = TestServer::start(move |req| {
+        if req.path == "/robots.txt" {
+            return Reply::status(404);
+        }
+        if let Some(page) = req.path.strip_prefix("/page/") {
+            return Reply::ok(long_page(page, 120), "text/html; charset=utf-8");
+        }
+        routes
+            .iter()
+            .find(|(p, _)| *p == req.path)
+            .map_or_else(|| Reply::status(404), |(_, r)| r.clone())
+    })
+    .await;
+    let s = spawn_with(&[], &[]).await;
+    let many: Vec<String> = names.iter().map(|n| srv.url(&format!("/{n}"))).collect();
+    let mut followed = 0;
+    // Many feeds: the first page's thirteen feeds alone are over the budget.
+    for budget in [400, 900] {
+        let a = json!({"urls": many, "max_response_tokens": budget});
+        followed += follow_each_suggestion(&s, "fetch_feed", a).await;
+    }
+    // One huge item, alone in its feed and with others.
+    let huge = srv.url("/huge");
+    followed += follow_each_suggestion(
+        &s,
+        "fetch_feed",
+        json!({"url": huge, "max_response_tokens": 150}),
+    )
+    .await;
+    let mut with_others = many[..4].to_vec();
+    with_others.insert(0, huge.clone());
+    followed += follow_each_suggestion(
+        &s,
+        "fetch_feed",
+        json!({"urls": with_others, "max_response_tokens": 450}),
+    )
+    .await;
+    let whole = structured(
+        &call(
+            &s,
+            "fetch_feed",
+            json!({"url": huge, "max_response_tokens": 25_000}),
+        )
+        .await,
+    );
+    let id = whole["feeds"][0]["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    followed += follow_each_suggestion(
+        &s,
+        "get_item",
+        json!({"feed_url": huge, "id": id, "max_response_tokens": 120}),
+    )
+    .await;
+    // Long articles: read with the feed, alone, and with their item.
+    let long = srv.url("/long");
+    followed += follow_each_suggestion(
+        &s,
+        "fetch_feed",
+        json!({"url": long, "articles": true, "max_response_tokens": 250}),
+    )
+    .await;
+    let pages: Vec<String> = (0..3)
+        .map(|i| srv.url(&format!("/page/long-{i}")))
+        .collect();
+    followed += follow_each_suggestion(
+        &s,
+        "fetch_article",
+        json!({"urls": pages, "max_response_tokens": 200}),
+    )
+    .await;
+    let listed = structured(
+        &call(
+            &s,
+            "fetch_feed",
+            json!({"url": long, "max_response_tokens": 25_000}),
+        )
+        .await,
+    );
+    let id = listed["feeds"][0]["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    followed += follow_each_suggestion(
+        &s,
+        "get_item",
+        json!({"feed_url": long, "id": id, "article": true, "max_response_tokens": 120}),
+    )
+    .await;
+    assert!(followed >= 8, "{followed} suggestions followed");
+    s.client.cancel().await.unwrap();
+}

@@ -336,6 +336,45 @@ async fn acknowledging_an_item_marks_its_duplicates_in_other_feeds() {
     assert!(titles(&b_alone).is_empty(), "{b_alone}");
 }
 
+/// A feed of `n` stories of `site`, each with its own title and link and the body every
+/// item of it carries: "Read more…".
+pub fn teasers(site: &str, n: usize) -> String {
+    let mut body = format!("<rss version=\"2.0\"><channel><title>{site}</title>");
+    for i in 0..n {
+        body.push_str(&format!(
+            "<item><title>{site} story {i}: {}</title><link>https://{site}.example/{i}</link>\
+             <pubDate>Mon, 01 Jun 2026 10:{:02}:00 GMT</pubDate>\
+             <description>Read more…</description></item>",
+            "what happened today and why it matters ".repeat(3),
+            59 - i
+        ));
+    }
+    body.push_str("</channel></rss>");
+    body
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_35_a_shared_teaser_body_hides_no_story_that_was_never_shown() {
+    let srv = TestServer::with_routes(vec![
+        ("/a", Reply::xml(teasers("alpha", 6))),
+        ("/b", Reply::xml(teasers("beta", 6))),
+    ])
+    .await;
+    let d = Dirs::new();
+    let (ua, ub) = (srv.url("/a"), srv.url("/b"));
+    // Two newest of each feed: four stories, none the same as another.
+    let out = d.unseen("digest", &["--dedupe", "drop", "--limit", "2", &ua, &ub]);
+    assert_eq!(out["total_items"], 4, "{}", out["duplicates"]);
+    assert!(out["duplicates"].as_array().unwrap().is_empty());
+    // The acknowledgement marks what was delivered, nothing more.
+    assert_eq!(d.ack(&token(&out)), (4, 0));
+    let rest = d.unseen("digest", &["--dedupe", "drop", &ua, &ub]);
+    assert_eq!(rest["total_items"], 8, "{}", rest["duplicates"]);
+    assert_eq!(rest["truncation"]["items_omitted_as_seen"], 4);
+    assert_eq!(d.ack(&token(&rest)), (8, 0));
+    assert_eq!(d.unseen("digest", &[&ua, &ub])["total_items"], 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn marks_are_bounded_by_count_and_by_age_sparing_the_latest_document() {
     let d = Dirs::new();

@@ -187,6 +187,91 @@ async fn a_cursor_walk_acknowledged_page_by_page_neither_repeats_nor_skips() {
     s.client.cancel().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_35_a_walk_of_teaser_feeds_with_drop_delivers_every_story_once() {
+    // Two feeds whose every item has the body "Read more…": twenty stories, no two the same.
+    let srv = TestServer::with_routes(vec![
+        ("/a", Reply::xml(crate::readers::teasers("alpha", 10))),
+        ("/b", Reply::xml(crate::readers::teasers("beta", 10))),
+    ])
+    .await;
+    let urls = vec![srv.url("/a"), srv.url("/b")];
+    let d = Dirs::new();
+    let state = d.state.path().to_str().unwrap().to_owned();
+    let s = spawn_in(d.cache.path(), &[], &[("RSS_STATE_DIR", &state)]).await;
+    let ask = |cursor: Option<&str>| {
+        let mut a = json!({"urls": urls, "dedupe": "drop", "max_response_tokens": 1500,
+                           "reader": "digest", "unseen": true});
+        if let Some(c) = cursor {
+            a["cursor"] = json!(c);
+        }
+        a
+    };
+    let mut walked = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let r = call(&s, "fetch_feed", ask(cursor.as_deref())).await;
+        // The delivery and its token are within the budget too.
+        let size = crate::mcp_pages::answer_tokens(&r);
+        assert!(size <= 1500, "page {pages}: {size} tokens");
+        let page = structured(&r);
+        let here = items_of(&page);
+        assert!(page["duplicates"].is_null(), "{}", page["duplicates"]);
+        let t = page["delivery_token"].as_str().unwrap();
+        let r = call(&s, "ack_delivery", json!({"delivery_token": t})).await;
+        assert_eq!(structured(&r)["acknowledged"], here.len(), "page {pages}");
+        walked.extend(here);
+        pages += 1;
+        assert!(pages < 40, "the pages never end");
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert!(pages >= 2, "{pages} pages");
+    assert_eq!(walked.iter().collect::<HashSet<_>>().len(), 20);
+    assert_eq!(walked.len(), 20);
+    let after = structured(&call(&s, "fetch_feed", ask(None)).await);
+    assert!(items_of(&after).is_empty(), "{after}");
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_35_a_readers_page_with_its_delivery_is_within_its_budget() {
+    // Many small items, so a page fills its budget closely, and the longest reader name.
+    let srv = TestServer::with_routes(vec![
+        ("/a", Reply::xml(feed("a", 40, 3))),
+        ("/b", Reply::xml(feed("b", 40, 3))),
+    ])
+    .await;
+    let urls = vec![srv.url("/a"), srv.url("/b")];
+    let d = Dirs::new();
+    let state = d.state.path().to_str().unwrap().to_owned();
+    let s = spawn_in(d.cache.path(), &[], &[("RSS_STATE_DIR", &state)]).await;
+    let reader = "r".repeat(rss::ops::MAX_NAME_CHARS);
+    for budget in [900, 1300, 2000] {
+        let mut cursor: Option<String> = None;
+        for page in 0..3 {
+            let mut a = json!({"urls": urls, "limit": 40, "max_response_tokens": budget,
+                               "reader": reader, "unseen": true});
+            if let Some(c) = &cursor {
+                a["cursor"] = json!(c);
+            }
+            let r = call(&s, "fetch_feed", a).await;
+            let size = crate::mcp_pages::answer_tokens(&r);
+            assert!(
+                size <= budget,
+                "budget {budget}, page {page}: {size} tokens"
+            );
+            let out = structured(&r);
+            assert!(out["delivery_token"].is_string());
+            cursor = out["next_cursor"].as_str().map(str::to_owned);
+        }
+    }
+    s.client.cancel().await.unwrap();
+}
+
 /// `rss mcp --http 127.0.0.1:0 --token-file FILE` on `d`'s directories; its URL.
 async fn http_server(d: &Dirs, token_file: &std::path::Path) -> (tokio::process::Child, String) {
     let mut cmd = rss_tokio();

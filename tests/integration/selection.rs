@@ -156,8 +156,11 @@ async fn the_same_story_in_two_feeds_is_reported_by_guid_address_and_body() {
             (
                 DuplicateKind::ContentHash,
                 vec![
-                    id(0, "Press release, as A has it"),
-                    id(1, "Press release, as B has it")
+                    id(0, "Press release: the wires launch a joint service"),
+                    id(
+                        1,
+                        "Press release: The wires launch a joint service | Wire B"
+                    )
                 ]
             ),
         ]
@@ -210,29 +213,57 @@ async fn drop_keeps_the_first_of_each_story_and_counts_the_rest() {
 }
 
 #[tokio::test]
-async fn issue_27_a_body_never_makes_two_items_of_one_feed_one_story() {
-    // Every body of both feeds is the same teaser line: A's two posts (different links and
-    // guids) may each be one story with one of B's, never with each other, through B or not.
+async fn issue_35_a_body_repeated_inside_a_feed_is_boilerplate_and_joins_no_story() {
+    // Every body of both feeds is the same teaser line (issue 27 made sure no two items of
+    // one feed became one story; they were still paired off across the feeds, and `drop`
+    // left out every post of B). A teaser is no identity: four posts, four stories.
     for mode in [Dedupe::Report, Dedupe::Drop] {
         let opts = FetchOptions {
             dedupe: mode,
             ..no_cache()
         };
         let out = run(&["boiler-a.xml", "boiler-b.xml"], opts).await;
-        for d in &out.duplicates {
-            let mut feeds: Vec<&str> = d.items.iter().map(|i| i.feed_url.as_str()).collect();
-            let n = feeds.len();
-            feeds.dedup();
-            assert_eq!(feeds.len(), n, "{mode:?}: one feed twice in {d:?}");
-        }
-        assert_eq!(out.feeds[0].item_count, 2, "{mode:?}: A keeps both posts");
-        if mode == Dedupe::Drop {
-            assert_eq!(out.truncation.items_omitted_as_duplicates, 2);
-            assert_eq!(out.feeds[1].item_count, 0);
-        } else {
-            assert_eq!(out.duplicates.len(), 2, "{:?}", out.duplicates);
-            assert_eq!(out.total_items, 4);
-        }
+        assert!(out.duplicates.is_empty(), "{mode:?}: {:?}", out.duplicates);
+        assert_eq!(out.total_items, 4, "{mode:?}");
+        assert_eq!(out.truncation.items_omitted_as_duplicates, 0, "{mode:?}");
+    }
+}
+
+#[tokio::test]
+async fn issue_35_a_body_shared_once_by_two_feeds_joins_only_items_whose_titles_agree() {
+    // teaser-a and teaser-b each use one teaser once (so it is no boilerplate of either),
+    // on two different posts; and each carries one wire story, its title suffixed in B.
+    for mode in [Dedupe::Report, Dedupe::Drop] {
+        let opts = FetchOptions {
+            dedupe: mode,
+            ..no_cache()
+        };
+        let out = run(&["teaser-a.xml", "teaser-b.xml"], opts).await;
+        let groups: Vec<Vec<String>> = out
+            .duplicates
+            .iter()
+            .map(|d| {
+                d.items
+                    .iter()
+                    .map(|i| {
+                        let f = out.feeds.iter().position(|f| f.feed_url == i.feed_url);
+                        format!("{}:{}", f.unwrap(), &i.id[..4])
+                    })
+                    .collect()
+            })
+            .collect();
+        assert_eq!(groups.len(), 1, "{mode:?}: {:?}", out.duplicates);
+        assert_eq!(out.duplicates[0].kind, DuplicateKind::ContentHash);
+        let titles: Vec<&str> = out
+            .feeds
+            .iter()
+            .flat_map(|f| &f.items)
+            .filter_map(|i| i.title.as_deref())
+            .collect();
+        assert!(titles.contains(&"A post about gardens"), "{titles:?}");
+        assert!(titles.contains(&"A post about rivers"), "{titles:?}");
+        let expected = if mode == Dedupe::Drop { 3 } else { 4 };
+        assert_eq!(out.total_items, expected, "{mode:?}: {titles:?}");
     }
 }
 

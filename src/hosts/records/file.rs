@@ -11,13 +11,18 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use super::{Change, Loaded, RecordKey, RecordStore, RecordUpdate};
+use super::{Change, Loaded, RecordGuard, RecordKey, RecordStore, RecordUpdate, RecordUpdates};
 use crate::hosts::{Clock, StoreError};
 use crate::lockfile::HeldLock;
 
 /// The longest one read-modify-write waits for other processes' (each holds the lock for
 /// one read and one write).
 const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// The most records [`RecordStore::update_all_if`] changes under one hold of the guard's
+/// lock: their locks and temporary files are held together, and whoever waits for the guard
+/// (a forget) waits for one batch at most.
+const BATCH: usize = 64;
 
 /// Records in a directory tree.
 #[derive(Debug, Clone)]
@@ -54,6 +59,22 @@ fn temp_with(dir: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile, StoreE
     Ok(tmp)
 }
 
+/// Takes the lock of record `name` in `dir`, creating `dir` first (again, if a forget
+/// removed it as it was emptied in between: a held lock's file keeps it from that).
+async fn lock(dir: &Path, name: &str) -> Result<HeldLock, StoreError> {
+    let lock_path = dir.join(format!("{name}.lock"));
+    let mut tries = 0;
+    loop {
+        crate::hosts::file::private_dir(dir).map_err(io("cannot create", dir))?;
+        match HeldLock::take(&lock_path, LOCK_WAIT).await {
+            Ok(Some(held)) => return Ok(held),
+            Ok(None) => return Err(StoreError::Timeout(LOCK_WAIT)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 8 => tries += 1,
+            Err(e) => return Err(io("cannot lock", &lock_path)(e)),
+        }
+    }
+}
+
 impl FileRecords {
     /// Records under `root` (created on the first write). `skew_ms` moves the clock.
     pub(super) fn open(root: &Path, skew_ms: i64) -> FileRecords {
@@ -82,13 +103,7 @@ impl FileRecords {
 
     async fn update_now(&self, key: &RecordKey, f: &RecordUpdate<'_>) -> Result<(), StoreError> {
         let (dir, name) = self.place(key);
-        crate::hosts::file::private_dir(&dir).map_err(io("cannot create", &dir))?;
-        let lock_path = dir.join(format!("{name}.lock"));
-        let _held = match HeldLock::take(&lock_path, LOCK_WAIT).await {
-            Ok(Some(held)) => held,
-            Ok(None) => return Err(StoreError::Timeout(LOCK_WAIT)),
-            Err(e) => return Err(io("cannot lock", &lock_path)(e)),
-        };
+        let _held = lock(&dir, &name).await?;
         let path = dir.join(format!("{name}.json"));
         let current = read(&path)?;
         match f(current.as_deref(), self.now_ms()) {
@@ -104,6 +119,68 @@ impl FileRecords {
                 Err(e) => Err(io("cannot remove", &path)(e)),
             },
         }
+    }
+
+    /// [`RecordStore::update_if`]: under `guard`'s lock (always taken before a record's own,
+    /// so two of these never wait for each other), `key`'s change.
+    async fn update_if_now(
+        &self,
+        key: &RecordKey,
+        guard: &RecordKey,
+        holds: &RecordGuard<'_>,
+        f: &RecordUpdate<'_>,
+    ) -> Result<bool, StoreError> {
+        let (dir, name) = self.place(guard);
+        let _held = lock(&dir, &name).await?;
+        if !holds(read(&dir.join(format!("{name}.json")))?.as_deref()) {
+            return Ok(false);
+        }
+        self.update_now(key, f).await.map(|()| true)
+    }
+
+    /// [`RecordStore::update_all_if`]: `keys` in batches, each under `guard`'s lock (taken
+    /// first, as [`FileRecords::update_if_now`] does) checked once, then every key's lock,
+    /// its change written to a temporary file; the batch's files are flushed side by side,
+    /// then renamed ([`crate::durable::persist_all`]), then the locks let go.
+    async fn update_all_if_now(
+        &self,
+        keys: &[RecordKey],
+        guard: &RecordKey,
+        holds: &RecordGuard<'_>,
+        f: &RecordUpdates<'_>,
+    ) -> Result<usize, StoreError> {
+        let (guard_dir, guard_name) = self.place(guard);
+        let guard_path = guard_dir.join(format!("{guard_name}.json"));
+        let mut done = 0;
+        for batch in keys.chunks(BATCH) {
+            let _guard = lock(&guard_dir, &guard_name).await?;
+            if !holds(read(&guard_path)?.as_deref()) {
+                return Ok(done);
+            }
+            let now = self.now_ms();
+            let mut held = Vec::with_capacity(batch.len());
+            let mut puts = Vec::new();
+            for (j, key) in batch.iter().enumerate() {
+                let (dir, name) = self.place(key);
+                held.push(lock(&dir, &name).await?);
+                let path = dir.join(format!("{name}.json"));
+                match f(done + j, read(&path)?.as_deref(), now) {
+                    Change::Keep => {}
+                    Change::Put(bytes, _) => puts.push((temp_with(&dir, &bytes)?, path)),
+                    Change::Delete => match fs::remove_file(&path) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(io("cannot remove", &path)(e)),
+                    },
+                }
+            }
+            crate::durable::persist_all_blocking(puts)
+                .await
+                .map_err(|(path, e)| io("cannot replace", &path)(e))?;
+            drop(held);
+            done += batch.len();
+        }
+        Ok(done)
     }
 
     /// Every record file under `dir`, as keys starting with `prefix`.
@@ -172,6 +249,26 @@ impl RecordStore for FileRecords {
         f: &'a RecordUpdate<'a>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         self.update_now(key, f).boxed()
+    }
+
+    fn update_if<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        guard: &'a RecordKey,
+        holds: &'a RecordGuard<'a>,
+        f: &'a RecordUpdate<'a>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.update_if_now(key, guard, holds, f).boxed()
+    }
+
+    fn update_all_if<'a>(
+        &'a self,
+        keys: &'a [RecordKey],
+        guard: &'a RecordKey,
+        holds: &'a RecordGuard<'a>,
+        f: &'a RecordUpdates<'a>,
+    ) -> BoxFuture<'a, Result<usize, StoreError>> {
+        self.update_all_if_now(keys, guard, holds, f).boxed()
     }
 
     fn put_if_absent<'a>(

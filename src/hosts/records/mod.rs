@@ -11,6 +11,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use super::StoreError;
@@ -63,6 +64,14 @@ pub(crate) enum Change {
 /// compare-and-set that met another writer runs it again on what that one wrote).
 pub(crate) type RecordUpdate<'a> = dyn Fn(Option<&[u8]>, u64) -> Change + Send + Sync + 'a;
 
+/// A condition on another record that a change is made under ([`RecordStore::update_if`]):
+/// gets that record's bytes (`None`: nothing). It may run more than once.
+pub(crate) type RecordGuard<'a> = dyn Fn(Option<&[u8]>) -> bool + Send + Sync + 'a;
+
+/// The read-modify-write of the `i`th of several records ([`RecordStore::update_all_if`]),
+/// `i` first; otherwise a [`RecordUpdate`].
+pub(crate) type RecordUpdates<'a> = dyn Fn(usize, Option<&[u8]>, u64) -> Change + Send + Sync + 'a;
+
 /// What a read gives: each record's bytes (`None`: nothing) and the store's clock (Unix ms).
 pub(crate) type Loaded = (Vec<Option<Vec<u8>>>, u64);
 
@@ -78,6 +87,39 @@ pub(crate) trait RecordStore: Send + Sync + std::fmt::Debug {
         key: &'a RecordKey,
         f: &'a RecordUpdate<'a>,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Like [`RecordStore::update`], but only while `holds` is true of `guard`'s record (of
+    /// `key`'s group, another record), checked at once with the change: no change of
+    /// `guard` comes between the check and the change. Whether it held (when it did not,
+    /// nothing was changed).
+    fn update_if<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        guard: &'a RecordKey,
+        holds: &'a RecordGuard<'a>,
+        f: &'a RecordUpdate<'a>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// [`RecordStore::update_if`] of each of `keys` (distinct, of `guard`'s group; `f` gets
+    /// the key's place in `keys`), in order, until `holds` stops holding; how many of the
+    /// keys went (those after them were not changed). A store may check `holds` once for
+    /// several keys, as long as no change of `guard` comes between the check and theirs.
+    fn update_all_if<'a>(
+        &'a self,
+        keys: &'a [RecordKey],
+        guard: &'a RecordKey,
+        holds: &'a RecordGuard<'a>,
+        f: &'a RecordUpdates<'a>,
+    ) -> BoxFuture<'a, Result<usize, StoreError>> {
+        async move {
+            for (i, key) in keys.iter().enumerate() {
+                let one = |cur: Option<&[u8]>, now: u64| f(i, cur, now);
+                if !self.update_if(key, guard, holds, &one).await? {
+                    return Ok(i);
+                }
+            }
+            Ok(keys.len())
+        }
+        .boxed()
+    }
     /// Stores `bytes` under `key` if nothing is there; returns what is stored then (the
     /// bytes given, or the ones another process stored first).
     fn put_if_absent<'a>(
@@ -161,6 +203,68 @@ mod tests {
         assert!(store.list(&[]).await.unwrap().len() >= 3);
         store.update(&b, &|_, _| Change::Delete).await.unwrap();
         assert!(store.load(&b).await.unwrap().0.is_none());
+        // A change under a guard: made while the guard holds, not once it stops holding.
+        let guard = k(&["g1", "index"]);
+        let open = |g: Option<&[u8]>| g == Some(&b"open"[..]);
+        assert!(!store.update_if(&b, &guard, &open, &put).await.unwrap());
+        assert!(store.load(&b).await.unwrap().0.is_none());
+        store
+            .update(&guard, &|_, _| Change::Put(b"open".to_vec(), None))
+            .await
+            .unwrap();
+        assert!(store.update_if(&b, &guard, &open, &put).await.unwrap());
+        assert_eq!(store.load(&b).await.unwrap().0, Some(vec![1]));
+        store.update(&guard, &|_, _| Change::Delete).await.unwrap();
+        assert!(!store.update_if(&b, &guard, &open, &put).await.unwrap());
+        assert_eq!(store.load(&b).await.unwrap().0, Some(vec![1]));
+        store.update(&b, &|_, _| Change::Delete).await.unwrap();
+        // Many changes under one guard (more than a file batch): none while it does not
+        // hold, each with its own place while it does.
+        let many: Vec<RecordKey> = (0..70)
+            .map(|i| k(&["g1", "many", &i.to_string()]))
+            .collect();
+        let place = |i: usize, cur: Option<&[u8]>, _: u64| match i {
+            0 => Change::Keep,
+            _ => Change::Put(vec![i as u8, cur.map_or(0, |c| c[0])], None),
+        };
+        assert_eq!(
+            store
+                .update_all_if(&many, &guard, &open, &place)
+                .await
+                .unwrap(),
+            0
+        );
+        assert!(
+            store
+                .list(&["g1".to_owned(), "many".to_owned()])
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        store
+            .update(&guard, &|_, _| Change::Put(b"open".to_vec(), None))
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .update_all_if(&many, &guard, &open, &place)
+                .await
+                .unwrap(),
+            70
+        );
+        let (got, _) = store.load_many(&many).await.unwrap();
+        assert_eq!(got[0], None);
+        for (i, g) in got.iter().enumerate().skip(1) {
+            assert_eq!(g.as_deref(), Some(&[i as u8, 0][..]));
+        }
+        assert_eq!(
+            store
+                .remove_under(&["g1".to_owned(), "many".to_owned()])
+                .await
+                .unwrap(),
+            69
+        );
+        store.update(&guard, &|_, _| Change::Delete).await.unwrap();
         let secret = k(&["g3"]);
         assert_eq!(store.put_if_absent(&secret, b"one").await.unwrap(), b"one");
         assert_eq!(store.put_if_absent(&secret, b"two").await.unwrap(), b"one");

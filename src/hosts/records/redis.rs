@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, Script};
 
-use super::{Change, Loaded, RecordKey, RecordStore, RecordUpdate};
+use super::{Change, Loaded, RecordGuard, RecordKey, RecordStore, RecordUpdate};
 use crate::hosts::StoreError;
 use crate::hosts::redis::{OP_TIMEOUT, RETRY_MAX, redacted};
 
@@ -36,6 +36,19 @@ if (cur == false and ARGV[1] == '') or cur == ARGV[1] then
 end
 return 0";
 
+/// [`CAS`] on `KEYS[1]` (`ARGV[1..3]`), only while `KEYS[2]` still holds `ARGV[4]` (empty:
+/// absent). 1 when written, 0 on a conflict with either.
+const CAS_IF: &str = r"
+if (redis.call('GET', KEYS[2]) or '') ~= ARGV[4] then return 0 end
+local cur = redis.call('GET', KEYS[1])
+if (cur == false and ARGV[1] == '') or cur == ARGV[1] then
+  if ARGV[2] == '' then redis.call('DEL', KEYS[1])
+  elseif ARGV[3] == '' then redis.call('SET', KEYS[1], ARGV[2])
+  else redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3]) end
+  return 1
+end
+return 0";
+
 /// Records in Redis.
 pub(super) struct RedisRecords {
     url: String,
@@ -44,6 +57,7 @@ pub(super) struct RedisRecords {
     conn: ConnectionManager,
     read: Script,
     cas: Script,
+    cas_if: Script,
 }
 
 impl std::fmt::Debug for RedisRecords {
@@ -112,6 +126,7 @@ impl RedisRecords {
             conn,
             read: Script::new(READ_MANY),
             cas: Script::new(CAS),
+            cas_if: Script::new(CAS_IF),
         })
     }
 
@@ -152,6 +167,47 @@ impl RedisRecords {
             .await?;
             if written == 1 {
                 return Ok(());
+            }
+        }
+        Err(StoreError::Contended(key.segments().join("/")))
+    }
+
+    async fn update_if_now(
+        &self,
+        key: &RecordKey,
+        guard: &RecordKey,
+        holds: &RecordGuard<'_>,
+        f: &RecordUpdate<'_>,
+    ) -> Result<bool, StoreError> {
+        let (k, g) = (redis_key(&self.prefix, key), redis_key(&self.prefix, guard));
+        for _ in 0..CAS_TRIES {
+            let (mut values, now) = self.read_raw(&[k.clone(), g.clone()]).await?;
+            let held = values.pop().unwrap_or_default();
+            let current = values.pop().unwrap_or_default();
+            if !holds((!held.is_empty()).then_some(&held[..])) {
+                return Ok(false);
+            }
+            let (value, at) = match f((!current.is_empty()).then_some(&current[..]), now) {
+                Change::Keep => return Ok(true),
+                Change::Put(bytes, at) => (bytes, at.map(|t| t.max(now + 1000).to_string())),
+                Change::Delete if current.is_empty() => return Ok(true),
+                Change::Delete => (Vec::new(), None),
+            };
+            let mut c = self.conn.clone();
+            let mut call = self.cas_if.key(&k);
+            call.key(&g)
+                .arg(current)
+                .arg(value)
+                .arg(at.unwrap_or_default())
+                .arg(held);
+            let written: i64 = timed(async move {
+                call.invoke_async(&mut c)
+                    .await
+                    .map_err(failed("cannot write to Redis"))
+            })
+            .await?;
+            if written == 1 {
+                return Ok(true);
             }
         }
         Err(StoreError::Contended(key.segments().join("/")))
@@ -223,6 +279,16 @@ impl RecordStore for RedisRecords {
         f: &'a RecordUpdate<'a>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         self.update_now(key, f).boxed()
+    }
+
+    fn update_if<'a>(
+        &'a self,
+        key: &'a RecordKey,
+        guard: &'a RecordKey,
+        holds: &'a RecordGuard<'a>,
+        f: &'a RecordUpdate<'a>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.update_if_now(key, guard, holds, f).boxed()
     }
 
     fn put_if_absent<'a>(
