@@ -18,6 +18,9 @@ use crate::text::{collapse_ws, unescape_html};
 /// The longest transcript text kept, in characters; the rest is cut at a line, with a note.
 pub(crate) const MAX_CHARS: usize = 2_000_000;
 
+/// What ends a transcript cut at [`MAX_CHARS`].
+const CUT_NOTE: &str = "\n[the transcript is longer; the rest was cut]";
+
 /// How a transcript is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Format {
@@ -109,13 +112,13 @@ impl Lines {
         self.out.push_str(&words);
         self.speaker = speaker.map(str::to_owned);
         if self.out.len() > MAX_CHARS {
-            let mut cut = MAX_CHARS;
+            // The cut and its word stay within MAX_CHARS together.
+            let mut cut = MAX_CHARS - CUT_NOTE.len();
             while !self.out.is_char_boundary(cut) {
                 cut -= 1;
             }
             self.out.truncate(cut);
-            self.out
-                .push_str("\n[the transcript is longer; the rest was cut]");
+            self.out.push_str(CUT_NOTE);
             self.full = true;
         }
     }
@@ -319,7 +322,7 @@ mod tests {
                 .join(",")
         );
         let text = to_plain_text(&json, Format::Json);
-        assert!(text.len() <= MAX_CHARS + 100, "{}", text.len());
+        assert!(text.len() <= MAX_CHARS, "{}", text.len());
         assert!(text.ends_with("the rest was cut]"));
     }
 }

@@ -197,6 +197,8 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, McpError> {
         if !self.tools.iter().any(|t| t.name == request.name) {
+            // Counted as a call of the tool `unknown` (one label, whatever name was sent).
+            crate::metrics::Call::start("unknown").finish(true);
             return Err(McpError::invalid_params(
                 format!("unknown tool {:?}", request.name),
                 None,

@@ -52,6 +52,18 @@ pub(crate) struct Moves {
     records: Arc<dyn RecordStore>,
 }
 
+/// How an address is kept: without the credentials a URL may carry (a password is never
+/// stored, nor a fingerprint of one; a move is the address's, whoever asks).
+fn stored(url: &Url) -> String {
+    crate::redact::split_userinfo(url).0.to_string()
+}
+
+/// Whether following `from` to `to` would drop an https step: a chain that began over https
+/// must keep that step, so a rule's credentials are never sent to the http address.
+fn downgrade(from: &Url, to: &Url) -> bool {
+    from.scheme() == "https" && to.scheme() == "http"
+}
+
 fn key(url: &str) -> RecordKey {
     let hash = hex::encode(&Sha256::digest(url.as_bytes())[..16]);
     RecordKey::new([hash]).expect("hex is a valid segment")
@@ -97,13 +109,14 @@ impl Moves {
         let mut at = url.clone();
         let mut moves: Vec<Url> = Vec::new();
         for _ in 0..MAX_CHAIN {
-            let (found, _) = self.records.load(&key(at.as_str())).await?;
+            let (found, _) = self.records.load(&key(&stored(&at))).await?;
             let next = found
                 .as_deref()
                 .and_then(parse)
                 .filter(Record::remembered)
                 .and_then(|r| Url::parse(&r.moved_to).ok())
-                .filter(|u| matches!(u.scheme(), "http" | "https"));
+                .filter(|u| matches!(u.scheme(), "http" | "https"))
+                .filter(|u| !downgrade(&at, u) && !downgrade(url, u));
             match next {
                 Some(n) if n != *url && !moves.contains(&n) => {
                     moves.push(n.clone());
@@ -123,8 +136,12 @@ impl Moves {
         moved_to: Option<&Url>,
     ) -> Result<u32, StoreError> {
         let seen = std::sync::Mutex::new(0u32);
-        let feed_url = requested.as_str();
-        let to = moved_to.map(Url::as_str);
+        let feed_url = stored(requested);
+        let feed_url = feed_url.as_str();
+        // A move from https to http is never remembered: followed each time, the chain keeps
+        // its https step (and the credentials decision with it).
+        let to = moved_to.filter(|to| !downgrade(requested, to)).map(stored);
+        let to = to.as_deref();
         self.records
             .update(&key(feed_url), &|cur, now| {
                 let cur = cur.and_then(parse).filter(|r| r.feed_url == feed_url);
@@ -244,7 +261,9 @@ pub async fn moved_forget(ctx: &Context, feed_url: Option<&str>) -> Result<Moved
         ));
     };
     let keys: Vec<RecordKey> = match feed_url {
-        Some(u) => vec![key(u)],
+        Some(u) => vec![key(&Url::parse(u)
+            .map(|u| stored(&u))
+            .unwrap_or_else(|_| u.to_owned()))],
         None => moves.records.list(&[]).await.map_err(failed)?,
     };
     let (found, _) = moves.records.load_many(&keys).await.map_err(failed)?;

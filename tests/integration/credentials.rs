@@ -495,3 +495,42 @@ fn issue_35_a_secret_file_others_may_write_is_refused() {
     assert!(said.contains("writable by other users"), "{said}");
     assert!(!said.contains("tok-1"), "{said}");
 }
+
+/// A feed over https that moves for good to http is never remembered as moved: each fetch
+/// takes the https step again, so the http address never gets the rule's secrets, the
+/// fourth and fifth fetch (past the three that would remember a move) included, and the
+/// items' http pages neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_feed_moved_from_https_to_http_sends_no_secret_there_ever() {
+    let plain = TestServer::start(|req| match req.path.as_str() {
+        "/feed.xml" => Reply::xml(
+            "<rss version=\"2.0\"><channel><title>T</title><item><title>A</title>\
+             <link>/page</link><guid>a</guid></item></channel></rss>"
+                .to_owned(),
+        )
+        .header("Cache-Control", "no-store"),
+        "/robots.txt" => Reply::ok(ALLOW_ALL, "text/plain"),
+        _ => Reply::ok(PAGE, "text/html").header("Cache-Control", "no-store"),
+    })
+    .await;
+    let target = plain.url("/feed.xml");
+    let secure =
+        TestServer::start_tls(move |_| Reply::status(308).header("Location", &target)).await;
+    let dir = tempfile::tempdir().unwrap();
+    for n in 0..5 {
+        let out = rss_in(
+            dir.path(),
+            &["fetch", "--refresh", "--articles", &secure.url("/mv")],
+        );
+        let doc = json(&out.stdout);
+        assert_eq!(doc["feeds"][0]["status"], "ok", "fetch {n}: {doc}");
+    }
+    // Every fetch asked the https address first ...
+    assert_eq!(secure.hits_for("/mv").len(), 5);
+    // ... and nothing that went over http carried a secret.
+    assert_eq!(plain.hits_for("/feed.xml").len(), 5);
+    assert_nothing_secret(
+        &plain.hits(),
+        "the http feed a https feed moved to, and its pages",
+    );
+}

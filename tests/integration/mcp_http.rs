@@ -359,6 +359,33 @@ async fn the_guard_answers_401_403_413_and_healthz() {
         "{text}"
     );
     assert!(!text.contains(TOKEN));
+    // A call of a tool that does not exist is counted, under the one label `unknown`.
+    let unknown = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "no_such_tool_1234", "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let free = [
+        ("authorization", auth.as_str()),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "no_such_tool_1234"),
+    ];
+    post(&server.url, &free, unknown).await;
+    let text = reqwest::Client::new()
+        .get(&metrics)
+        .header("authorization", &auth)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains(r#"rss_mcp_calls_total{tool="unknown",result="error"} 1"#),
+        "{text}"
+    );
+    assert!(!text.contains("no_such_tool_1234"));
 }
 
 /// A session-free request of the 2026-07-28 revision (no `initialize`, no session).

@@ -271,3 +271,66 @@ async fn issue_40_mcp_fetch_feed_says_the_feed_moved() {
     );
     assert_eq!(srv.hits_for("/old.xml").len(), 3);
 }
+
+/// A feed URL's password is kept nowhere: `rss moved` lists the address without it, and
+/// the record on disk holds neither the password nor the URL that carried it.
+#[test]
+fn a_moved_feeds_password_is_neither_listed_nor_stored() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let srv = rt.block_on(moving_origin(301, always()));
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("s");
+    let old = srv
+        .url("/old.xml")
+        .replace("http://", "http://u:PASSWD_40@");
+    for _ in 0..3 {
+        let out = rss_cmd()
+            .args(["--cache-dir", dir.path().join("c").to_str().unwrap()])
+            .args(["--state-dir", state.to_str().unwrap()])
+            .args(["fetch", "--no-cache", "-q", &old])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let listed = rss_cmd()
+        .args(["--state-dir", state.to_str().unwrap(), "moved"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(listed.stdout).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["feeds"][0]["remembered"], true, "{doc}");
+    assert_eq!(doc["feeds"][0]["feed_url"], srv.url("/old.xml").as_str());
+    assert!(!text.contains("PASSWD_40"), "{text}");
+    let mut stack = vec![state.clone()];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files += 1;
+                let body = std::fs::read(&p).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&body).contains("PASSWD_40"),
+                    "{} holds the password",
+                    p.display()
+                );
+            }
+        }
+    }
+    assert!(files > 0);
+    // Forgetting it by the URL a fetch names (password and all) finds the record.
+    let forgot = rss_cmd()
+        .args([
+            "--state-dir",
+            state.to_str().unwrap(),
+            "moved",
+            "forget",
+            &old,
+        ])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&forgot.stdout).unwrap();
+    assert_eq!(doc["forgotten"], 1, "{doc}");
+}
