@@ -21,7 +21,7 @@ impl Server {
     /// What of `requested` a listen gets: the feeds the watcher would take now.
     pub(super) fn accepted_feeds(&self, requested: &SubscriptionFilter) -> SubscriptionFilter {
         let asked = requested.resource_subscriptions.clone().unwrap_or_default();
-        let (taken, _) = self.watch.admit(&asked);
+        let (taken, _) = self.watch.reserve(&asked);
         SubscriptionFilter::builder()
             .resource_subscriptions(taken)
             .build()
@@ -41,7 +41,7 @@ impl Server {
             .unwrap_or_default();
         // Why each feed asked for is not listened to: left out of the acknowledgement (the
         // reason as the watcher gives it now), or taken by other listeners since.
-        let (_, mut refused) = self.watch.admit(&asked);
+        let (_, mut refused) = self.watch.admit_as(&asked, acked.len());
         refused.retain(|(uri, _)| !acked.contains(uri));
         let (mut listener, late) = self.watch.subscribe(&acked);
         refused.extend(late);

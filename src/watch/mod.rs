@@ -149,6 +149,19 @@ struct State {
     feeds: HashMap<Arc<str>, Watched>,
     /// Subscriptions held, every listener's.
     subscriptions: usize,
+    /// Subscriptions acknowledged to a listen whose listener is not made yet: when, and
+    /// how many. They count against the caps until it is made (or [`RESERVED_FOR`] passes).
+    reserved: Vec<(std::time::Instant, usize)>,
+}
+
+/// How long an acknowledged listen's subscriptions are held for it before it subscribes.
+const RESERVED_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl State {
+    fn reserved_now(&mut self) -> usize {
+        self.reserved.retain(|(at, _)| at.elapsed() < RESERVED_FOR);
+        self.reserved.iter().map(|(_, n)| n).sum()
+    }
 }
 
 /// A watched feed.
@@ -263,15 +276,36 @@ impl Watcher {
         Watcher::new(checker, store, limits, deny, keep_items)
     }
 
-    /// Which of `uris` a listener would get now (in order, each once) and why each other
-    /// one would not.
-    pub fn admit(&self, uris: &[String]) -> (Vec<String>, Vec<(String, Refusal)>) {
-        let state = lock(&self.inner.state);
-        self.admit_in(&state, uris)
+    /// What of `uris` a listen would get now and why the rest would not, as a listen whose
+    /// acknowledgement holds `own` subscriptions (not subscribed yet) sees it: its own held
+    /// room left out.
+    pub fn admit_as(&self, uris: &[String], own: usize) -> (Vec<String>, Vec<(String, Refusal)>) {
+        let mut state = lock(&self.inner.state);
+        self.admit_in(&mut state, uris, own)
     }
 
-    fn admit_in(&self, state: &State, uris: &[String]) -> (Vec<String>, Vec<(String, Refusal)>) {
+    /// Like [`Watcher::admit_as`], and what is taken is held for the listen being
+    /// acknowledged until it [`Watcher::subscribe`]s it: two listens acknowledged at once
+    /// never both count the same room under the caps.
+    pub fn reserve(&self, uris: &[String]) -> (Vec<String>, Vec<(String, Refusal)>) {
+        let mut state = lock(&self.inner.state);
+        let (taken, refused) = self.admit_in(&mut state, uris, 0);
+        if !taken.is_empty() {
+            state
+                .reserved
+                .push((std::time::Instant::now(), taken.len()));
+        }
+        (taken, refused)
+    }
+
+    fn admit_in(
+        &self,
+        state: &mut State,
+        uris: &[String],
+        own: usize,
+    ) -> (Vec<String>, Vec<(String, Refusal)>) {
         let limits = self.inner.limits;
+        let held = (state.subscriptions + state.reserved_now()).saturating_sub(own);
         let mut taken: Vec<String> = Vec::new();
         let mut refused = Vec::new();
         for uri in uris {
@@ -284,7 +318,7 @@ impl Watcher {
                 self.refusal_of(uri).or_else(|| {
                     if taken.len() >= limits.per_listener {
                         Some(Refusal::ListenerCap(limits.per_listener))
-                    } else if state.subscriptions + taken.len() >= limits.per_server {
+                    } else if held + taken.len() >= limits.per_server {
                         Some(Refusal::ServerCap(limits.per_server))
                     } else {
                         None
@@ -328,7 +362,11 @@ impl Watcher {
         let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::unbounded_channel();
         let mut state = lock(&self.inner.state);
-        let (taken, refused) = self.admit_in(&state, uris);
+        // The room its acknowledgement held is its own now.
+        if let Some(i) = state.reserved.iter().position(|(_, n)| *n == uris.len()) {
+            state.reserved.remove(i);
+        }
+        let (taken, refused) = self.admit_in(&mut state, uris, 0);
         let mut subscribed = Vec::with_capacity(taken.len());
         for uri in taken {
             let uri: Arc<str> = Arc::from(uri);

@@ -258,9 +258,24 @@ async fn past_the_caps_the_subscriptions_over_them_are_named_and_the_rest_are_ke
         refused,
         [("http://e.com/6".to_owned(), Refusal::ServerCap(5))]
     );
-    assert_eq!(w.admit(&uris(&["http://e.com/7"])).0.len(), 0);
+    assert_eq!(w.admit_as(&uris(&["http://e.com/7"]), 0).0.len(), 0);
     drop(second);
-    assert_eq!(w.admit(&uris(&["http://e.com/7"])).0.len(), 1);
+    assert_eq!(w.admit_as(&uris(&["http://e.com/7"]), 0).0.len(), 1);
+    // Two listens acknowledged before either subscribes never both count the same room:
+    // the first's acknowledgement holds its two until it subscribes them.
+    let (held, _) = w.reserve(&uris(&["http://e.com/7", "http://e.com/8"]));
+    assert_eq!(held.len(), 2);
+    let (other, refused) = w.reserve(&uris(&["http://e.com/9"]));
+    assert!(other.is_empty(), "{other:?}");
+    assert_eq!(
+        refused,
+        [("http://e.com/9".to_owned(), Refusal::ServerCap(5))]
+    );
+    // Its listener takes the held room, and what it asked is not refused for it.
+    assert_eq!(w.admit_as(&held, held.len()).1, []);
+    let (third, late) = w.subscribe(&held);
+    assert_eq!((third.uris().count(), late.len()), (2, 0));
+    drop(third);
     settle().await;
     // Closing ends every listener and refuses new ones.
     let mut first = first;
