@@ -24,39 +24,62 @@ const WIDE_WAIT_MS: u64 = 9_999_999;
 /// A budget and the overhead (the summary line's tokens) a call cut its result to.
 pub(super) type Budget = (usize, usize);
 
-/// `f` as a call of the same arguments may give it at its widest (not a failed one).
-fn widen_feed(f: &mut FeedResult, stamp: &str) {
-    if f.status == FeedStatus::Error {
-        return;
+/// What a call of the same arguments may report wider of one result (a feed's or an
+/// article's): served from the cache, with a long age, a long wait at the gate, a retry.
+struct Reported<'a> {
+    status: &'a mut FeedStatus,
+    from_cache: &'a mut bool,
+    cached_at: &'a mut Option<String>,
+    age: &'a mut Option<u64>,
+    wait_ms: &'a mut u64,
+    attempts: &'a mut u32,
+}
+
+impl Reported<'_> {
+    /// At its widest (a failed result stays as it is).
+    fn widen(self, stamp: &str) {
+        if *self.status == FeedStatus::Error {
+            return;
+        }
+        *self.status = FeedStatus::NotModified;
+        *self.from_cache = true;
+        self.cached_at.get_or_insert_with(|| stamp.to_owned());
+        *self.age = Some(
+            self.age
+                .map_or(WIDE_AGE, |a| a.saturating_mul(10).max(WIDE_AGE)),
+        );
+        *self.wait_ms = self.wait_ms.saturating_mul(10).max(WIDE_WAIT_MS);
+        *self.attempts = (*self.attempts).max(2);
     }
-    f.status = FeedStatus::NotModified;
-    f.from_cache = true;
-    f.cached_at.get_or_insert_with(|| stamp.to_owned());
-    f.cache_age_seconds = Some(
-        f.cache_age_seconds
-            .map_or(WIDE_AGE, |a| a.saturating_mul(10).max(WIDE_AGE)),
-    );
-    f.gate_wait_ms = f.gate_wait_ms.saturating_mul(10).max(WIDE_WAIT_MS);
-    f.attempts = f.attempts.max(2);
+}
+
+/// `f` (and its items' articles) as a call of the same arguments may give it at its widest.
+fn widen_feed(f: &mut FeedResult, stamp: &str) {
+    Reported {
+        status: &mut f.status,
+        from_cache: &mut f.from_cache,
+        cached_at: &mut f.cached_at,
+        age: &mut f.cache_age_seconds,
+        wait_ms: &mut f.gate_wait_ms,
+        attempts: &mut f.attempts,
+    }
+    .widen(stamp);
     for a in f.items.iter_mut().filter_map(|i| i.article.as_deref_mut()) {
         widen_article(a, stamp);
     }
 }
 
-/// `a` as a call of the same arguments may give it at its widest (not a failed one).
+/// `a` as a call of the same arguments may give it at its widest.
 fn widen_article(a: &mut ArticleResult, stamp: &str) {
-    if a.status == FeedStatus::Error {
-        return;
+    Reported {
+        status: &mut a.status,
+        from_cache: &mut a.from_cache,
+        cached_at: &mut a.cached_at,
+        age: &mut a.cache_age_seconds,
+        wait_ms: &mut a.gate_wait_ms,
+        attempts: &mut a.attempts,
     }
-    a.status = FeedStatus::NotModified;
-    a.from_cache = true;
-    a.cached_at.get_or_insert_with(|| stamp.to_owned());
-    a.cache_age_seconds = Some(
-        a.cache_age_seconds
-            .map_or(WIDE_AGE, |n| n.saturating_mul(10).max(WIDE_AGE)),
-    );
-    a.gate_wait_ms = a.gate_wait_ms.saturating_mul(10).max(WIDE_WAIT_MS);
-    a.attempts = a.attempts.max(2);
+    .widen(stamp);
 }
 
 /// The least of `candidates` at which `fits` holds; else, from the largest, the first of
@@ -75,6 +98,18 @@ fn least_fitting(mut candidates: Vec<usize>, fits: impl Fn(usize) -> bool) -> Op
         }
     }
     None
+}
+
+/// `RESPONSE_TOO_LARGE` of `estimated` tokens over `budget`, suggesting `tokens` (the
+/// only suggestion a result over its token budget carries: see the module's doc).
+fn over_budget(estimated: usize, budget: usize, tokens: Option<usize>) -> Error {
+    Error::OverBudget {
+        estimated_tokens: estimated,
+        budget_tokens: budget,
+        suggested_limit: None,
+        suggested_max_content_chars: None,
+        suggested_max_response_tokens: tokens,
+    }
 }
 
 /// `RESPONSE_TOO_LARGE` for a fetch page that does not fit `(budget, overhead)`: the page of
@@ -100,13 +135,7 @@ pub(super) fn for_page(
         cut::budgets_to_try(&wide, counts, first, overhead, cursor),
         fits,
     );
-    Error::OverBudget {
-        estimated_tokens: estimated,
-        budget_tokens: budget,
-        suggested_limit: None,
-        suggested_max_content_chars: None,
-        suggested_max_response_tokens: tokens,
-    }
+    over_budget(estimated, budget, tokens)
 }
 
 /// `RESPONSE_TOO_LARGE` for an article result that does not fit `(budget, overhead)` even
@@ -127,13 +156,7 @@ pub(super) fn for_articles(
     let whole = tokens_of(&wide) + overhead;
     let least = tokens_of(&budget::articles_cut_to_one(&wide, offset));
     let tokens = least_fitting(vec![whole, budget::budget_for(least, overhead)], fits);
-    Error::OverBudget {
-        estimated_tokens: estimated,
-        budget_tokens: budget,
-        suggested_limit: None,
-        suggested_max_content_chars: None,
-        suggested_max_response_tokens: tokens,
-    }
+    over_budget(estimated, budget, tokens)
 }
 
 /// `RESPONSE_TOO_LARGE` for `get_item` that does not fit `(budget, overhead)` even cut (its
@@ -160,11 +183,5 @@ pub(super) fn for_item(
         candidates.push(budget::budget_for(least, overhead));
     }
     let tokens = least_fitting(candidates, fits);
-    Error::OverBudget {
-        estimated_tokens: estimated,
-        budget_tokens: budget,
-        suggested_limit: None,
-        suggested_max_content_chars: None,
-        suggested_max_response_tokens: tokens,
-    }
+    over_budget(estimated, budget, tokens)
 }
