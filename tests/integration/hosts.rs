@@ -27,6 +27,32 @@ pub fn urls(srv: &TestServer, prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| srv.url(&format!("/{prefix}{i}"))).collect()
 }
 
+/// `procs` `rss fetch` processes at once on one cache dir, each fetching `each` feeds of
+/// its own on `srv` with `flags` (`--no-cache` always): each one's exit code and output, in
+/// the order started.
+pub async fn in_processes(
+    srv: &TestServer,
+    cache: &Path,
+    procs: usize,
+    each: usize,
+    flags: &[&str],
+) -> Vec<(Option<i32>, Value)> {
+    let runs: Vec<_> = (0..procs)
+        .map(|p| {
+            let mut args = vec!["--no-cache".to_owned()];
+            args.extend(flags.iter().map(|f| (*f).to_owned()));
+            args.extend(urls(srv, &format!("p{p}-"), each));
+            let cache = cache.to_owned();
+            tokio::spawn(async move { fetch_in(&cache, &args).await })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for run in runs {
+        out.push(run.await.unwrap());
+    }
+    out
+}
+
 pub fn statuses(doc: &Value) -> Vec<String> {
     doc["feeds"]
         .as_array()
@@ -40,16 +66,7 @@ pub fn statuses(doc: &Value) -> Vec<String> {
 async fn three_processes_never_send_to_one_host_at_once() {
     let srv = TestServer::start(|_| Reply::xml(FEED).delay(Duration::from_millis(60))).await;
     let cache = tempfile::tempdir().unwrap();
-    let runs: Vec<_> = (0..3)
-        .map(|p| {
-            let mut args = vec!["--no-cache".to_owned()];
-            args.extend(urls(&srv, &format!("p{p}-"), 4));
-            let cache = cache.path().to_owned();
-            tokio::spawn(async move { fetch_in(&cache, &args).await })
-        })
-        .collect();
-    for run in runs {
-        let (code, doc) = run.await.unwrap();
+    for (code, doc) in in_processes(&srv, cache.path(), 3, 4, &[]).await {
         assert_eq!(code, Some(0), "{doc}");
     }
     assert_eq!(srv.count(), 12);
@@ -70,17 +87,7 @@ async fn two_processes_share_one_host_with_host_state_off_and_overlap() {
     // The control: without shared state, separate processes do send at once.
     let srv = TestServer::start(|_| Reply::xml(FEED).delay(Duration::from_millis(300))).await;
     let cache = tempfile::tempdir().unwrap();
-    let runs: Vec<_> = (0..2)
-        .map(|p| {
-            let mut args = vec!["--no-cache".to_owned(), "--no-host-state".to_owned()];
-            args.extend(urls(&srv, &format!("p{p}-"), 3));
-            let cache = cache.path().to_owned();
-            tokio::spawn(async move { fetch_in(&cache, &args).await })
-        })
-        .collect();
-    for run in runs {
-        run.await.unwrap();
-    }
+    in_processes(&srv, cache.path(), 2, 3, &["--no-host-state"]).await;
     assert_eq!(srv.count(), 6);
     assert_eq!(srv.max_in_flight(), 2);
 }
@@ -336,18 +343,11 @@ async fn three_processes_on_a_one_per_second_host_provoke_one_refusal() {
     })
     .await;
     let cache = tempfile::tempdir().unwrap();
-    let runs: Vec<_> = (0..3)
-        .map(|p| {
-            let mut args = vec!["--no-cache".to_owned()];
-            args.extend(urls(&srv, &format!("p{p}-"), 3));
-            let cache = cache.path().to_owned();
-            tokio::spawn(async move { fetch_in(&cache, &args).await })
-        })
+    let docs: Vec<Value> = in_processes(&srv, cache.path(), 3, 3, &[])
+        .await
+        .into_iter()
+        .map(|(_, doc)| doc)
         .collect();
-    let mut docs = Vec::new();
-    for run in runs {
-        docs.push(run.await.unwrap().1);
-    }
     for doc in &docs {
         assert!(statuses(doc).iter().all(|s| s == "ok"), "{doc}");
     }

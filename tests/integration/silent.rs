@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
-use crate::hosts::{fetch_in, statuses, urls};
+use crate::hosts::{fetch_in, in_processes, statuses, urls};
 
 const FEED: &str = "<rss><channel><title>T</title><item><title>i</title><link>https://x.example/i</link></item></channel></rss>";
 
@@ -90,16 +90,7 @@ async fn issue_36_eight_feeds_on_an_eight_second_host_are_all_returned_after_the
 async fn issue_36_three_processes_on_a_two_second_host_learn_the_window_once() {
     let srv = silent_host(|_| Duration::from_secs(2)).await;
     let cache = tempfile::tempdir().unwrap();
-    let runs: Vec<_> = (0..3)
-        .map(|p| {
-            let mut args = vec!["--no-cache".to_owned()];
-            args.extend(urls(&srv, &format!("p{p}-"), 4));
-            let cache = cache.path().to_owned();
-            tokio::spawn(async move { fetch_in(&cache, &args).await })
-        })
-        .collect();
-    for run in runs {
-        let (code, doc) = run.await.unwrap();
+    for (code, doc) in in_processes(&srv, cache.path(), 3, 4, &[]).await {
         assert_eq!(code, Some(0), "{doc}");
         assert!(statuses(&doc).iter().all(|s| s == "ok"), "{doc}");
     }
