@@ -34,32 +34,18 @@ struct Node {
 impl Node {
     async fn start(redis: &str, lb: &str) -> Node {
         let dirs = tempfile::tempdir().unwrap();
-        let mut child = rss_tokio()
-            .args(["mcp", "--http", "127.0.0.1:0", "--allow-private-networks"])
+        let mut cmd = rss_tokio();
+        cmd.args(["mcp", "--http", "127.0.0.1:0", "--allow-private-networks"])
             .args(["--allowed-host", lb])
             .env("RSS_CACHE_DIR", dirs.path().join("cache"))
             .env("RSS_STATE_DIR", dirs.path().join("state"))
             .env("RSS_GATE_STORE", redis)
-            .env("RSS_MCP_TOKEN", TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(at) = line.find("http://") {
-                    let url = line[at + 7..].trim();
-                    return url.trim_end_matches("/mcp").to_owned();
-                }
-            }
-            panic!("a node ended before it listened");
-        })
-        .await
-        .expect("a node listens within 30 s");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            .env("RSS_MCP_TOKEN", TOKEN);
+        let (child, url) = spawn_listening(cmd).await;
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
         Node {
             child,
             addr,

@@ -259,3 +259,30 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
         })
         .collect()
 }
+
+/// Starts `cmd` (an `rss mcp --http 127.0.0.1:0 …`) with stderr read here: the child, and
+/// the URL it says it listens on (within 30 s). Its stderr is drained from then on, so the
+/// server never blocks on a full pipe.
+pub async fn spawn_listening(mut cmd: tokio::process::Command) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(at) = line.find("http://") {
+                return line[at..].trim().to_owned();
+            }
+        }
+        panic!("the server ended before it listened");
+    })
+    .await
+    .expect("the server listens within 30 s");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}

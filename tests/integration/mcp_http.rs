@@ -43,25 +43,8 @@ impl HttpServer {
             .envs(env.iter().copied())
             .env("RSS_CACHE_DIR", cache.path())
             .env("RSS_STATE_DIR", cache.path().join("state"))
-            .env("RSS_MCP_TOKEN", TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().unwrap();
-        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-        let url = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(at) = line.find("http://") {
-                    return line[at..].trim().to_owned();
-                }
-            }
-            panic!("the server ended before it listened");
-        })
-        .await
-        .expect("the server listens within 30 s");
-        // Keep draining stderr so the server never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            .env("RSS_MCP_TOKEN", TOKEN);
+        let (child, url) = spawn_listening(cmd).await;
         HttpServer {
             child,
             url,

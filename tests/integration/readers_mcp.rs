@@ -3,7 +3,6 @@
 //! by page, and bearer tokens that scope reader names.
 
 use std::collections::HashSet;
-use std::process::Stdio;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
@@ -12,7 +11,6 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
 
 use crate::helpers::*;
 use crate::mcp::{args, call, error_object, spawn_in, structured};
@@ -285,24 +283,8 @@ async fn http_server(d: &Dirs, token_file: &std::path::Path) -> (tokio::process:
     ])
     .arg(token_file)
     .env("RSS_CACHE_DIR", d.cache.path())
-    .env("RSS_STATE_DIR", d.state.path())
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .kill_on_drop(true);
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(at) = line.find("http://") {
-                return line[at..].trim().to_owned();
-            }
-        }
-        panic!("the server ended before it listened");
-    })
-    .await
-    .expect("the server listens within 30 s");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    .env("RSS_STATE_DIR", d.state.path());
+    let (child, url) = spawn_listening(cmd).await;
     (child, url)
 }
 

@@ -5,11 +5,9 @@
 //!
 //! Without `RSS_TEST_PYTHON` the tests say they skipped.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
 
 use crate::helpers::*;
 use crate::mcp::{python_with_mcp, run_python_script};
@@ -29,24 +27,8 @@ impl Node {
             .args(["mcp", "--http", "127.0.0.1:0", "--allow-private-networks"])
             .args(flags)
             .envs(env.iter().copied())
-            .env("RSS_STATE_DIR", cache.join("state"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().unwrap();
-        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-        let url = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(at) = line.find("http://") {
-                    return line[at..].trim().to_owned();
-                }
-            }
-            panic!("the server ended before it listened");
-        })
-        .await
-        .expect("the server listens within 30 s");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            .env("RSS_STATE_DIR", cache.join("state"));
+        let (child, url) = spawn_listening(cmd).await;
         Node { _child: child, url }
     }
 }
