@@ -400,18 +400,7 @@ async fn issue_35_every_suggestion_followed_alone_makes_the_same_call_succeed() 
         json!({"urls": with_others, "max_response_tokens": 450}),
     )
     .await;
-    let whole = structured(
-        &call(
-            &s,
-            "fetch_feed",
-            json!({"url": huge, "max_response_tokens": 25_000}),
-        )
-        .await,
-    );
-    let id = whole["feeds"][0]["items"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = first_item_id(&s, &huge).await;
     followed += follow_each_suggestion(
         &s,
         "get_item",
@@ -435,18 +424,7 @@ async fn issue_35_every_suggestion_followed_alone_makes_the_same_call_succeed() 
         json!({"urls": pages, "max_response_tokens": 200}),
     )
     .await;
-    let listed = structured(
-        &call(
-            &s,
-            "fetch_feed",
-            json!({"url": long, "max_response_tokens": 25_000}),
-        )
-        .await,
-    );
-    let id = listed["feeds"][0]["items"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = first_item_id(&s, &long).await;
     followed += follow_each_suggestion(
         &s,
         "get_item",
@@ -455,4 +433,20 @@ async fn issue_35_every_suggestion_followed_alone_makes_the_same_call_succeed() 
     .await;
     assert!(followed >= 8, "{followed} suggestions followed");
     s.client.cancel().await.unwrap();
+}
+
+/// The id of the first item of `url`'s feed, read whole.
+async fn first_item_id(s: &crate::mcp::Server, url: &str) -> String {
+    let whole = structured(
+        &call(
+            s,
+            "fetch_feed",
+            json!({"url": url, "max_response_tokens": 25_000}),
+        )
+        .await,
+    );
+    whole["feeds"][0]["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
