@@ -31,6 +31,13 @@ use crate::payload::Payload;
 
 /// The largest body shared: larger ones stay on the node that fetched them.
 pub(crate) const MAX_SHARED_BODY: usize = 1 << 20;
+
+/// Whether `entry` may go to the fleet's tier: not private, fetched with no credentials,
+/// within [`MAX_SHARED_BODY`].
+fn shareable(entry: &Entry) -> bool {
+    let m = &entry.meta;
+    !m.private && m.credential_id.is_none() && entry.body.len() <= MAX_SHARED_BODY
+}
 /// How long a copy stays in the tier once it is no longer fresh (for a `304`).
 pub(crate) const KEEP_PAST_FRESH: Duration = Duration::from_secs(3600);
 /// How long a fetch's flight lives without renewal.
@@ -233,10 +240,10 @@ impl SharedCache {
     /// Records that `entry` (already in the tier) was confirmed by a `304`: its metadata
     /// alone is rewritten when the tier still holds its body; else the entry is put whole.
     pub(crate) async fn touch(&self, kind: Kind, entry: &Entry) {
-        let m = &entry.meta;
-        if m.private || m.credential_id.is_some() || entry.body.len() > MAX_SHARED_BODY {
+        if !shareable(entry) {
             return;
         }
+        let m = &entry.meta;
         let Ok(meta) = serde_json::to_vec(m) else {
             return;
         };
@@ -255,10 +262,10 @@ impl SharedCache {
 
     /// Puts `entry` in the tier, unless it is private or too large to share.
     pub(crate) async fn put(&self, kind: Kind, entry: &Entry) {
-        let m = &entry.meta;
-        if m.private || m.credential_id.is_some() || entry.body.len() > MAX_SHARED_BODY {
+        if !shareable(entry) {
             return;
         }
+        let m = &entry.meta;
         let Ok(meta) = serde_json::to_vec(m) else {
             return;
         };
