@@ -12,8 +12,21 @@ use serde_json::Value;
 use crate::helpers::*;
 use crate::watch_origin::{Flavor, Origins};
 
-/// What a watch wrote on stdout so far, as it came.
-type Out = Arc<Mutex<Vec<u8>>>;
+/// What a watch wrote on stdout so far, as it came, and the thread reading it.
+struct Out {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    reader: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Out {
+    /// Waits until the reader has read stdout to its end (the process exited), so what is
+    /// looked at next is all the process wrote.
+    fn to_end(&self) {
+        if let Some(reader) = self.reader.lock().unwrap().take() {
+            reader.join().unwrap();
+        }
+    }
+}
 
 /// `rss watch ARGS` with the cache (and state) in `cache`, its stdout gathered as it comes.
 fn watch(cache: &std::path::Path, args: &[&str]) -> (Child, Out) {
@@ -25,10 +38,10 @@ fn watch(cache: &std::path::Path, args: &[&str]) -> (Child, Out) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let out: Out = Arc::default();
+    let bytes: Arc<Mutex<Vec<u8>>> = Arc::default();
     let mut pipe = child.stdout.take().unwrap();
-    let gathered = out.clone();
-    std::thread::spawn(move || {
+    let gathered = bytes.clone();
+    let reader = std::thread::spawn(move || {
         let mut buf = [0u8; 4096];
         while let Ok(n) = pipe.read(&mut buf) {
             if n == 0 {
@@ -37,12 +50,16 @@ fn watch(cache: &std::path::Path, args: &[&str]) -> (Child, Out) {
             gathered.lock().unwrap().extend_from_slice(&buf[..n]);
         }
     });
+    let out = Out {
+        bytes,
+        reader: Mutex::new(Some(reader)),
+    };
     (child, out)
 }
 
 /// The whole lines written so far.
 fn lines(out: &Out) -> Vec<String> {
-    let bytes = out.lock().unwrap().clone();
+    let bytes = out.bytes.lock().unwrap().clone();
     let text = String::from_utf8(bytes).unwrap();
     let mut all: Vec<String> = text.split('\n').map(str::to_owned).collect();
     all.pop();
@@ -88,6 +105,7 @@ async fn rss_watch_prints_each_new_item_once_as_it_appears_and_stops_after_its_d
     wait_until("lines for the next two", || lines(&out).len() >= 3).await;
     let (code, _) = exit_within(&mut child, Duration::from_secs(30));
     assert_eq!(code, Some(0));
+    out.to_end();
     let got = records(&out);
     let mut printed = titles(&got);
     // The last two came in one check or in two.
@@ -111,6 +129,7 @@ async fn with_initial_the_items_present_at_the_start_are_printed_first() {
     );
     let (code, _) = exit_within(&mut child, Duration::from_secs(30));
     assert_eq!(code, Some(0));
+    out.to_end();
     assert_eq!(titles(&records(&out)), ["item 2", "item 1"]);
     assert_eq!(o.requests(h, "w"), 1);
 }
@@ -134,8 +153,8 @@ async fn sigint_and_sigterm_end_a_watch_at_once_with_exit_0_and_whole_lines() {
         assert_eq!(code, Some(0), "SIG{sig}");
         assert!(took < Duration::from_secs(2), "SIG{sig} took {took:?}");
         // Every line whole: what was written ends with a newline, and each line parses.
-        std::thread::sleep(Duration::from_millis(100));
-        assert!(out.lock().unwrap().ends_with(b"\n"));
+        out.to_end();
+        assert!(out.bytes.lock().unwrap().ends_with(b"\n"));
         assert_eq!(titles(&records(&out)), ["item 3"]);
     }
 }
@@ -149,6 +168,7 @@ async fn a_readers_watch_prints_what_it_has_not_acknowledged_and_marks_move_only
     let run = |out: &Out, child: &mut Child| {
         let (code, _) = exit_within(child, Duration::from_secs(30));
         assert_eq!(code, Some(0));
+        out.to_end();
         records(out)
     };
     let args = [
