@@ -71,11 +71,10 @@ fn html_meta_charset(head: &[u8]) -> Option<&'static Encoding> {
     None
 }
 
-/// Whether every chunk joined is valid UTF-8, and whether any of it is not ASCII: the
-/// common case, answered at the speed of the validator.
-fn valid_utf8(body: &Payload) -> Option<bool> {
+/// Whether every chunk joined is valid UTF-8: the common case, answered at the speed of
+/// the validator.
+fn valid_utf8(body: &Payload) -> bool {
     let mut carry: Vec<u8> = Vec::new();
-    let mut non_ascii = false;
     for chunk in body.chunks() {
         let joined;
         let bytes: &[u8] = if carry.is_empty() {
@@ -85,23 +84,20 @@ fn valid_utf8(body: &Payload) -> Option<bool> {
             joined = std::mem::take(&mut carry);
             &joined
         };
-        match std::str::from_utf8(bytes) {
+        // simdutf8's validator (several times std's on long text; the same answers).
+        match simdutf8::compat::from_utf8(bytes) {
             Ok(_) => {}
             // A character that continues in the next chunk.
             Err(e) if e.error_len().is_none() => carry = bytes[e.valid_up_to()..].to_vec(),
-            Err(_) => return None,
+            Err(_) => return false,
         }
-        non_ascii = non_ascii || !bytes.is_ascii();
     }
-    carry.is_empty().then_some(non_ascii)
+    carry.is_empty()
 }
 
 /// How many non-ASCII characters are valid UTF-8 and how many sequences are not, over
 /// every chunk (a character split across chunks counts once).
 fn utf8_census(body: &Payload) -> (usize, usize) {
-    if let Some(non_ascii) = valid_utf8(body) {
-        return (usize::from(non_ascii), 0);
-    }
     let (mut valid, mut invalid) = (0usize, 0usize);
     let mut carry: Vec<u8> = Vec::new();
     for chunk in body.chunks() {
@@ -200,24 +196,24 @@ fn plan(body: &Payload, content_type: Option<&str>) -> (Plan, usize) {
         .and_then(header_charset)
         .and_then(codepages::charset);
     let declared = from_header.or_else(|| declared_encoding(&head));
-    let census = || utf8_census(body);
+    // Validity alone decides, but for a legacy label, where the body must also hold
+    // something beyond ASCII (an ASCII body reads the same either way).
     let plan = match declared {
-        Some(Charset::Web(enc)) if enc == UTF_8 => match census() {
-            (_, 0) => Plan::Utf8,
-            _ => Plan::Utf8With1252,
-        },
+        Some(Charset::Web(enc)) if enc == UTF_8 => {
+            if valid_utf8(body) {
+                Plan::Utf8
+            } else {
+                Plan::Utf8With1252
+            }
+        }
         // Bytes that are valid, non-ASCII UTF-8 are UTF-8, whatever the label says: text in
         // a legacy encoding practically never is (its high bytes do not form UTF-8
         // sequences), while a page converted to UTF-8 often keeps its old label.
-        Some(named) => match census() {
-            (valid, 0) if valid > 0 => Plan::Utf8,
-            _ => match named {
-                Charset::Web(enc) => Plan::Decode(enc.output_encoding()),
-                Charset::Legacy(l) => Plan::Legacy(l),
-            },
-        },
-        None => match census() {
-            (_, 0) => Plan::Utf8,
+        Some(_) if valid_utf8(body) && body.chunks().any(|c| !c.is_ascii()) => Plan::Utf8,
+        Some(Charset::Web(enc)) => Plan::Decode(enc.output_encoding()),
+        Some(Charset::Legacy(l)) => Plan::Legacy(l),
+        None if valid_utf8(body) => Plan::Utf8,
+        None => match utf8_census(body) {
             (valid, invalid) if valid > invalid => Plan::Utf8With1252,
             _ => Plan::Decode(detect(body)),
         },

@@ -351,6 +351,9 @@ impl Builder<'_> {
         };
         if let Some(Node::Text(t)) = top.el.children.last_mut() {
             t.push_str(s);
+        } else if top.el.children.is_empty() {
+            // Most elements hold one text and nothing else: room for exactly that.
+            top.el.children = vec![Node::Text(s.to_owned())];
         } else {
             top.el.children.push(Node::Text(s.to_owned()));
         }
