@@ -2,6 +2,7 @@
 
 use crate::model::WarningCode;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, Utc};
 use url::Url;
@@ -127,11 +128,19 @@ fn eager(
     let done: Mutex<Vec<Ranked>> = Mutex::new(Vec::new());
     let (mut omitted_by_since, mut omitted_by_query) = (0usize, 0usize);
     let (mut present, mut seen) = (Vec::new(), Vec::new());
+    // Batches handed out and not yet rendered: past `most_pending`, the parser renders one
+    // itself instead of reading on, so the body's chunks are freed about as fast as its items
+    // are rendered (a parser that ran ahead held every parsed body and every rendered one at
+    // once: the peak was both).
+    let pending = AtomicUsize::new(0);
+    let most_pending = 2 * rayon::current_num_threads().max(1);
     let parsed = rayon::scope(|scope| {
         let mut batch: Vec<(usize, RawItem, String, IdSource)> = Vec::with_capacity(BATCH);
         let mut index = 0usize;
         let flush = |batch: Vec<(usize, RawItem, String, IdSource)>| {
             let done = &done;
+            let pending = &pending;
+            pending.fetch_add(1, Ordering::AcqRel);
             scope.spawn(move |_| {
                 let rendered: Vec<Ranked> = batch
                     .into_iter()
@@ -144,7 +153,15 @@ fn eager(
                 done.lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .extend(rendered);
+                pending.fetch_sub(1, Ordering::AcqRel);
             });
+            // Bounded: every pass either renders a batch here or lets the threads that hold
+            // the others go on, and there are at most `most_pending` + 1 of them.
+            while pending.load(Ordering::Acquire) > most_pending {
+                if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                    std::thread::yield_now();
+                }
+            }
         };
         let result = parse_into(body, content_type, doc_url, &mut |item| {
             let i = index;
