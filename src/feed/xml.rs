@@ -65,8 +65,9 @@ struct Builder<'f> {
     repairs: Vec<String>,
     too_deep: usize,
     /// Names seen so far, each made once: qualified name → (qualified, local, lowercase
-    /// local). A feed repeats a few names thousands of times.
-    names: HashMap<Box<str>, Names>,
+    /// local). A feed repeats a few names thousands of times. foldhash, seeded per process:
+    /// a few times SipHash's speed on short names.
+    names: HashMap<Box<str>, Names, foldhash::fast::RandomState>,
 }
 
 /// A name as made once: (qualified, local, lowercase local).
@@ -108,7 +109,7 @@ pub(crate) fn parse<'f>(
         on_item,
         repairs: Vec::new(),
         too_deep: 0,
-        names: HashMap::new(),
+        names: HashMap::default(),
     };
     let mut errors = 0usize;
     let mut truncated = false;
