@@ -295,11 +295,7 @@ pub async fn serve(
         tracing::info!("serving metrics on http://{at}/metrics");
         let app = Router::new().route("/metrics", get(metrics).with_state(observe(None)));
         let closing = closing.clone();
-        tokio::spawn(async move {
-            let _ = axum::serve(l, app)
-                .with_graceful_shutdown(closing.cancelled_owned())
-                .await;
-        })
+        tokio::spawn(super::accept::serve(l, app, closing.cancelled_owned()))
     });
     let drained = {
         let (life, stop, closing) = (life.clone(), stop.clone(), closing.clone());
@@ -326,13 +322,13 @@ pub async fn serve(
             closing.cancel();
         }
     };
-    let serving = axum::serve(listener, app).with_graceful_shutdown(drained);
+    let serving = super::accept::serve(listener, app, drained);
     let closed = async {
         closing.cancelled().await;
         tokio::time::sleep(CLOSE_GRACE).await;
     };
     tokio::select! {
-        r = serving.into_future() => r.map_err(|source| Error::Listen { addr: local, source })?,
+        () = serving => {}
         _ = closed => tracing::warn!("connections still open after the drain; closing them"),
     }
     if let Some(m) = metrics_server {

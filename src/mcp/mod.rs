@@ -1,6 +1,7 @@
 //! The MCP server (`rss mcp`: stdio, or streamable HTTP in [`http`]). Tools delegate to `ops`; one [`Context`] — one HTTP
 //! client, gate and cache — is built once and shared by every call for the server's life.
 
+mod accept;
 mod answer;
 mod args;
 mod calls;

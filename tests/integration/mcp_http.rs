@@ -765,3 +765,40 @@ async fn quiet_silences_every_library_and_json_logs_are_one_object_a_line() {
     }
     assert!(lines.iter().any(|l| l.contains("session")), "{lines:?}");
 }
+
+/// A client that opens connections and sends its request head a byte at a time (or nothing)
+/// loses them once the head bound (10 s) passes, while the server keeps answering others:
+/// before, such a connection stayed open as long as the client liked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_head_that_never_arrives_loses_its_connection_within_the_bound() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = HttpServer::start(&[]).await;
+    let addr = server.base().trim_start_matches("http://").to_owned();
+    let started = Instant::now();
+    let mut stalled = Vec::new();
+    for i in 0..20 {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        if i % 2 == 0 {
+            s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+                .await
+                .unwrap();
+        }
+        stalled.push(s);
+    }
+    // Others are answered meanwhile.
+    let health = reqwest::get(format!("{}/healthz", server.base()))
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    for mut s in stalled {
+        let mut rest = Vec::new();
+        // Closed by the server (EOF, or a reset) well within 30 s of being opened.
+        let read = tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut rest)).await;
+        assert!(read.is_ok(), "a stalled connection was still open after 30 s");
+    }
+    assert!(
+        started.elapsed() >= Duration::from_secs(9),
+        "closed before the bound: {:?}",
+        started.elapsed()
+    );
+}
