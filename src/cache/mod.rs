@@ -400,21 +400,21 @@ impl Cache {
 
     /// Records `declared` as the schedule the feed of `feed_url` declares, in its entry —
     /// only while the entry still records the response that arrived at `received_ms`, the
-    /// one whose body was read (another process may have stored a newer one). Whether it
-    /// was written.
+    /// one whose body was read (another process may have stored a newer one). The entry as
+    /// rewritten, when it was.
     pub fn note_declared(
         &self,
         feed_url: &str,
         received_ms: u64,
         declared: Option<crate::cache::freshness::Declared>,
-    ) -> Result<bool> {
+    ) -> Result<Option<Entry>> {
         let k = key(feed_url);
         self.with_entry_lock(&k, || {
             let Ok(Some(entry)) = self.load_once(feed_url) else {
-                return Ok(false);
+                return Ok(None);
             };
             if entry.meta.received_ms != received_ms || entry.meta.declared == declared {
-                return Ok(false);
+                return Ok(None);
             }
             let meta = Meta {
                 declared,
@@ -423,7 +423,10 @@ impl Cache {
             self.write_temp(&k, &meta, &entry.body)?
                 .persist(self.entry_path(feed_url))
                 .map_err(|e| Error::io("cannot rename into place", e.file.path(), e.error))?;
-            Ok(true)
+            Ok(Some(Entry {
+                meta,
+                body: entry.body,
+            }))
         })
     }
 

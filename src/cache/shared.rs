@@ -240,12 +240,26 @@ impl SharedCache {
     /// Records that `entry` (already in the tier) was confirmed by a `304`: its metadata
     /// alone is rewritten when the tier still holds its body; else the entry is put whole.
     pub(crate) async fn touch(&self, kind: Kind, entry: &Entry) {
-        if !shareable(entry) {
-            return;
+        if shareable(entry) && !self.rewrite_meta(kind, entry).await {
+            self.put(kind, entry).await;
         }
+    }
+
+    /// Gives the tier's copy `entry`'s metadata (a schedule its body declares, learnt once
+    /// the body was read) while the tier holds that same body; a newer body there, or none,
+    /// is left as it is.
+    pub(crate) async fn annotate(&self, kind: Kind, entry: &Entry) {
+        if shareable(entry) {
+            self.rewrite_meta(kind, entry).await;
+        }
+    }
+
+    /// Rewrites the metadata of `entry` in the tier if the tier holds its body: whether it
+    /// did.
+    async fn rewrite_meta(&self, kind: Kind, entry: &Entry) -> bool {
         let m = &entry.meta;
         let Ok(meta) = serde_json::to_vec(m) else {
-            return;
+            return false;
         };
         let now = super::now_ms();
         let mut c = self.conn.clone();
@@ -255,9 +269,7 @@ impl SharedCache {
             .arg(now)
             .arg(keep_ms(m, now));
         let touched: Option<i64> = timed(async move { call.invoke_async(&mut c).await }).await;
-        if touched != Some(1) {
-            self.put(kind, entry).await;
-        }
+        touched == Some(1)
     }
 
     /// Puts `entry` in the tier, unless it is private or too large to share.

@@ -521,8 +521,16 @@ async fn freshness(
     if let Some(cache) = ctx.cache_of(Kind::Feed, mode) {
         let url = feed_url.to_owned();
         let noted = super::blocking(move || cache.note_declared(&url, basis.received_ms, declared));
-        if let Ok(Err(e)) = noted.await {
-            o.warn(WarningCode::CacheWriteFailed, e.to_string());
+        match noted.await {
+            Ok(Err(e)) => o.warn(WarningCode::CacheWriteFailed, e.to_string()),
+            // The fleet's copy learns the schedule too (its metadata alone, while it holds
+            // the same body), so another node counts it before any request.
+            Ok(Ok(Some(entry))) => {
+                if let Some(tier) = &ctx.shared_cache {
+                    tier.annotate(Kind::Feed, &entry).await;
+                }
+            }
+            _ => {}
         }
     }
 }

@@ -287,3 +287,30 @@ async fn issue_36_three_machines_on_a_silent_two_second_host_learn_the_window_on
     let took = crate::silent::span(&srv);
     assert!(took <= Duration::from_secs(22).mul_f64(1.25), "{took:?}");
 }
+
+/// A schedule a feed declares (`<ttl>`) is learnt once its body is read, after the copy went
+/// to the fleet's tier: the tier's copy learns it too, so another machine serves the copy as
+/// fresh by it instead of asking the origin again (before, the tier's copy never knew it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_one_machine_read_in_a_feed_spares_another_machine_the_request() {
+    let Some(store) = redis_url() else { return };
+    let feed = "<rss><channel><title>T</title><ttl>5</ttl><item><title>i</title><link>https://x.example/i</link></item></channel></rss>";
+    let srv = TestServer::start(move |_| Reply::xml(feed).header("ETag", "\"v1\"")).await;
+    // A URL no earlier run left in the tier (a Redis server may be shared).
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let url = srv.url(&format!("/ttl-{}-{nanos}", std::process::id()));
+    let args = vec![url];
+    let (code, first) = fetch_with(&store, &args).await;
+    assert_eq!(code, Some(0), "{first}");
+    assert_eq!(first["feeds"][0]["declared_ttl_seconds"], 300);
+    // Another machine: its own cache directory, the same Redis.
+    let (code, second) = fetch_with(&store, &args).await;
+    assert_eq!(code, Some(0), "{second}");
+    let f = &second["feeds"][0];
+    assert_eq!(f["from_cache"], true, "{f}");
+    assert_eq!(f["fresh_by"], "ttl", "{f}");
+    assert_eq!(srv.count(), 1, "the origin was asked again: {f}");
+}
