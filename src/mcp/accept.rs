@@ -117,7 +117,10 @@ mod tests {
         let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
         slow.write_all(b"GET / HTTP/1.1\r\nHo").await.unwrap();
         let got = read_to_close(&mut slow).await;
-        assert!(got.is_some(), "a stalled head must cost the client its connection");
+        assert!(
+            got.is_some(),
+            "a stalled head must cost the client its connection"
+        );
         // Nothing at all: closed too.
         let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
         assert!(read_to_close(&mut silent).await.is_some());

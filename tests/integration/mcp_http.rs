@@ -794,7 +794,10 @@ async fn a_request_head_that_never_arrives_loses_its_connection_within_the_bound
         let mut rest = Vec::new();
         // Closed by the server (EOF, or a reset) well within 30 s of being opened.
         let read = tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut rest)).await;
-        assert!(read.is_ok(), "a stalled connection was still open after 30 s");
+        assert!(
+            read.is_ok(),
+            "a stalled connection was still open after 30 s"
+        );
     }
     assert!(
         started.elapsed() >= Duration::from_secs(9),
