@@ -117,9 +117,9 @@ pub(super) async fn check_request(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let Some(working) = guard.life.admit() else {
+    if guard.life.draining() {
         return draining();
-    };
+    }
     let scope = match &guard.token {
         None => None,
         Some(token) => match token.of_request(&req) {
@@ -137,6 +137,25 @@ pub(super) async fn check_request(
     {
         return refuse(StatusCode::NOT_FOUND, "session not found");
     }
+    // A POST's body is read whole, within its bound, before the request counts as work in
+    // flight: a body trickled in a byte at a time neither holds the connection past the
+    // bound nor holds a drain open.
+    if req.method() == Method::POST {
+        let (parts, body) = req.into_parts();
+        let read = tokio::time::timeout(
+            BODY_TIMEOUT,
+            axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES),
+        )
+        .await;
+        req = match read {
+            Ok(Ok(bytes)) => Request::from_parts(parts, Body::from(bytes)),
+            Ok(Err(_)) => return too_large(),
+            Err(_) => return body_too_slow(),
+        };
+    }
+    let Some(working) = guard.life.admit() else {
+        return draining();
+    };
     match (req.method().clone(), session) {
         (Method::POST, Some(session)) => {
             run_in_session(guard.sessions, session.into(), req, next, working).await
@@ -221,6 +240,20 @@ fn draining() -> Response {
     let h = r.headers_mut();
     h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     h.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
+/// How long a request's body may take to arrive once its head has.
+pub(super) const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn body_too_slow() -> Response {
+    crate::metrics::http_refused("slow_body");
+    let mut r = refuse(
+        StatusCode::REQUEST_TIMEOUT,
+        "the request body did not arrive within 30 s",
+    );
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
     r
 }
 

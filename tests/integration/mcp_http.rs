@@ -805,3 +805,72 @@ async fn a_request_head_that_never_arrives_loses_its_connection_within_the_bound
         started.elapsed()
     );
 }
+
+/// Opens a connection and sends a whole `POST /mcp` head with the token, announcing a body
+/// of 200 bytes, and the body's first byte.
+async fn trickle_a_body(server: &HttpServer) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let addr = server.base().trim_start_matches("http://").to_owned();
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 200\r\n\r\n{{"
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s
+}
+
+/// A body sent a byte now and then is refused `408` once 30 s pass from its head, and the
+/// connection closed: before, it held the connection as long as the client kept sending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_body_that_trickles_is_refused_408_after_30_s() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = HttpServer::start(&[]).await;
+    let mut s = trickle_a_body(&server).await;
+    let sent = Instant::now();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    // One byte every 2 s (150 bytes short of the body at the bound), reading what comes.
+    let ended = tokio::time::timeout(Duration::from_secs(45), async {
+        loop {
+            tokio::select! {
+                n = s.read(&mut buf) => match n {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => answer.extend_from_slice(&buf[..n]),
+                },
+                _ = tokio::time::sleep(Duration::from_secs(2)) => {
+                    if s.write_all(b" ").await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the connection was still open after 45 s");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        sent.elapsed() >= Duration::from_secs(29),
+        "{:?}",
+        sent.elapsed()
+    );
+}
+
+/// A trickling body is no call in flight: a drain does not wait for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_does_not_wait_for_a_body_that_trickles() {
+    let mut server = HttpServer::start(&[]).await;
+    let _s = trickle_a_body(&server).await;
+    // The head is in: its body is being waited for.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = server.child.id().unwrap();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), server.child.wait())
+        .await
+        .expect("the server exits within 10 s of SIGTERM (its drain bound is 60 s)")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+}
