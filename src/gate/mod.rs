@@ -6,7 +6,7 @@
 //! store (`crate::hosts`), which hands states back with [`Gate::adopt`].
 
 mod state;
-mod window;
+pub(crate) mod window;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};

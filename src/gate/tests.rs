@@ -1113,3 +1113,42 @@ async fn issue_27_sends_on_the_wire_are_counted_against_a_quota_and_an_older_ans
     let err = gate.acquire(&h, short).await.unwrap_err();
     assert_eq!(err.wait, secs(60));
 }
+
+/// Found by the property test below (a case it drew once in many runs): a host that failed
+/// for 54.5 s and then refused with `Retry-After: 0` taught a refused gap whose floor gap
+/// (a tenth more) passed `max_cooldown`. The floor is within the cap now.
+#[test]
+fn a_refused_gap_near_the_cap_never_asks_for_a_wait_past_it() {
+    let p = GateParams::default();
+    let mut s = HostState::default();
+    let mut now = Instant::now();
+    let failed_gaps = [
+        1922, 4039, 3172, 560, 3861, 4997, 4005, 4764, 3559, 4388, 1425, 2893, 1619, 4334, 4092,
+    ];
+    let mut seq = vec![(Outcome::Success, 0)];
+    seq.extend(failed_gaps.iter().map(|g| (Outcome::Failed, *g)));
+    seq.push((
+        Outcome::Refused {
+            retry_after: Some(Duration::ZERO),
+        },
+        4916,
+    ));
+    seq.push((Outcome::Success, 0));
+    for (outcome, gap_ms) in seq {
+        now += Duration::from_millis(gap_ms);
+        s.apply(&p, Event::SendStart { at: now });
+        s.apply(
+            &p,
+            Event::Ended {
+                sent_at: now,
+                at: now,
+                outcome,
+                status: None,
+            },
+        );
+        assert!(s.pacing(now) <= p.max_cooldown, "{:?}", s.pacing(now));
+    }
+    assert!(window::floor_gap(window::widest_refused(p.max_cooldown)) <= p.max_cooldown);
+    let small = Duration::from_millis(300);
+    assert!(window::floor_gap(window::widest_refused(small)) <= small);
+}

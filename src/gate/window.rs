@@ -81,6 +81,13 @@ pub fn floor_gap(refused: Duration) -> Duration {
     refused + (refused / 10).max(FLOOR_MARGIN)
 }
 
+/// The widest refused gap kept under `cap` (`max_cooldown`): one whose floor gap is still
+/// within the cap, so no wait the window asks for passes it (a host refusing sends 55–60 s
+/// apart is paced at the cap, as one that asks for more).
+pub(crate) fn widest_refused(cap: Duration) -> Duration {
+    (cap * 10 / 11).min(cap.saturating_sub(FLOOR_MARGIN))
+}
+
 /// The gap of the next try after a refusal at `refused` with nothing known to work: the
 /// first rung of the ladder (`base · 2^k`) above the refused gap, plus a margin of a
 /// fortieth (at least 50 ms) so a window exactly a rung long is cleared; capped.
@@ -209,7 +216,7 @@ impl Window {
                 let good = self.live_good(now);
                 if let Some(g) = gap {
                     let widest = self.live_refused(now).map_or(g, |r| r.max(g));
-                    self.refused = Some(widest.min(p.max_cooldown));
+                    self.refused = Some(widest.min(widest_refused(p.max_cooldown)));
                     self.refused_until = Some(now + p.floor_lifetime);
                     // Refused at the known-good gap or wider: the window widened.
                     if good.is_some_and(|k| g >= k) {

@@ -262,7 +262,10 @@ impl StoredHost {
             depth: self.depth.min(64),
             last_retry_after: self.last_retry_after_ms.map(capped),
             window: Window {
-                refused: self.floor_ms.map(capped),
+                refused: self.floor_ms.map(|d| {
+                    Duration::from_millis(d)
+                        .min(crate::gate::window::widest_refused(p.max_cooldown))
+                }),
                 refused_until: self
                     .floor_until_ms
                     .and_then(|ms| clock.instant_of(ms, p.floor_lifetime)),
@@ -410,7 +413,12 @@ mod tests {
         let s = stored.to_state(clock, &p);
         assert_eq!(s.next_allowed, Some(clock.instant + p.max_cooldown));
         assert_eq!(s.warm_until, Some(clock.instant + p.warm_window));
-        assert_eq!(s.window.refused, Some(p.max_cooldown));
+        // Kept where its floor gap is the cap: no wait past `max_cooldown`.
+        assert_eq!(
+            s.window.refused,
+            Some(crate::gate::window::widest_refused(p.max_cooldown))
+        );
+        assert!(s.pacing(clock.instant) <= p.max_cooldown);
         assert_eq!(
             s.window.refused_until,
             Some(clock.instant + p.floor_lifetime)
