@@ -65,6 +65,24 @@ impl HttpServer {
     fn base(&self) -> String {
         self.url.trim_end_matches("/mcp").to_owned()
     }
+
+    /// Sends the server `SIGTERM`.
+    fn terminate(&self) {
+        let pid = self.child.id().expect("the server is running");
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap();
+    }
+
+    /// The server's exit code, once it exits within `within` (else the test fails).
+    async fn exit_within(&mut self, within: Duration) -> Option<i32> {
+        tokio::time::timeout(within, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("the server exits within {within:?}"))
+            .unwrap()
+            .code()
+    }
 }
 
 async fn fetch_feed(
@@ -448,17 +466,10 @@ async fn sigterm_ends_the_server_with_exit_0_within_5_s_when_a_call_outlasts_the
         .await
     });
     wait_until("the slow host sees the call", || slow.count() == 1).await;
-    let pid = server.child.id().unwrap();
     let sent = Instant::now();
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(5), server.child.wait())
-        .await
-        .expect("the server exits within 5 s")
-        .unwrap();
-    assert_eq!(status.code(), Some(0), "after {:?}", sent.elapsed());
+    server.terminate();
+    let code = server.exit_within(Duration::from_secs(5)).await;
+    assert_eq!(code, Some(0), "after {:?}", sent.elapsed());
 }
 
 /// The lines of `data:` events an SSE body has given so far, read until `until` holds of
@@ -513,11 +524,7 @@ async fn sigterm_ends_a_listen_with_its_result_and_never_waits_the_drain_bound_f
         seen.first().is_some_and(|v| v.get("id").is_none()),
         "the listen is acknowledged and open: {seen:?}"
     );
-    let pid = server.child.id().unwrap();
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap();
+    server.terminate();
     sse_until(&mut body, &mut seen, |s| {
         s.iter().any(|v| v.get("id") == Some(&json!(7)))
     })
@@ -527,11 +534,8 @@ async fn sigterm_ends_a_listen_with_its_result_and_never_waits_the_drain_bound_f
         result.is_some_and(|r| r.get("result").is_some()),
         "the listen ends with its result: {seen:?}"
     );
-    let status = tokio::time::timeout(Duration::from_secs(5), server.child.wait())
-        .await
-        .expect("the server exits within 5 s, its listen ended, not drained for 10 min")
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    // Within 5 s: its listen ended, not drained for 10 min.
+    assert_eq!(server.exit_within(Duration::from_secs(5)).await, Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -863,14 +867,7 @@ async fn sigterm_does_not_wait_for_a_body_that_trickles() {
     let _s = trickle_a_body(&server).await;
     // The head is in: its body is being waited for.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let pid = server.child.id().unwrap();
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(10), server.child.wait())
-        .await
-        .expect("the server exits within 10 s of SIGTERM (its drain bound is 60 s)")
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    server.terminate();
+    // Within 10 s of SIGTERM, not its drain bound (60 s).
+    assert_eq!(server.exit_within(Duration::from_secs(10)).await, Some(0));
 }
