@@ -147,20 +147,29 @@ pub(super) async fn check_request(
             axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES),
         )
         .await;
-        req = match read {
-            Ok(Ok(bytes)) => Request::from_parts(parts, Body::from(bytes)),
+        let bytes = match read {
+            Ok(Ok(bytes)) => bytes,
             Ok(Err(_)) => return too_large(),
             Err(_) => return body_too_slow(),
+        };
+        let Some(working) = guard.life.admit() else {
+            return draining();
+        };
+        let post = Post {
+            parts,
+            bytes,
+            next,
+            working,
+        };
+        return match session {
+            Some(session) => run_in_session(guard.sessions, session.into(), post).await,
+            None => open_or_session_free(&guard, scope, post).await,
         };
     }
     let Some(working) = guard.life.admit() else {
         return draining();
     };
     match (req.method().clone(), session) {
-        (Method::POST, Some(session)) => {
-            run_in_session(guard.sessions, session.into(), req, next, working).await
-        }
-        (Method::POST, None) => open_or_session_free(&guard, scope, req, next, working).await,
         (Method::DELETE, Some(_)) => {
             drop(working);
             let mut r = next.run(req).await;
@@ -181,20 +190,28 @@ pub(super) async fn check_request(
     }
 }
 
+/// A POST whose body has been read, admitted as work in flight.
+struct Post {
+    parts: axum::http::request::Parts,
+    bytes: axum::body::Bytes,
+    next: Next,
+    working: Working,
+}
+
 /// A POST without a session: an `initialize` (which opens an old-style session, within
 /// `--max-sessions`), or a session-free request of the 2026-07-28 revision, which no cap of
 /// sessions ever refuses.
 async fn open_or_session_free(
     guard: &Guard,
     scope: Option<crate::ops::Scope>,
-    req: Request,
-    next: Next,
-    working: Working,
+    post: Post,
 ) -> Response {
-    let (parts, body) = req.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES).await else {
-        return too_large();
-    };
+    let Post {
+        parts,
+        bytes,
+        next,
+        working,
+    } = post;
     let opens_session = serde_json::from_slice::<serde_json::Value>(&bytes)
         .is_ok_and(|v| v["method"] == "initialize");
     if opens_session && guard.sessions.sessions.read().await.len() >= guard.max_sessions {
@@ -220,12 +237,21 @@ async fn open_or_session_free(
 
 /// `503` with `Retry-After` for a session past the cap.
 fn too_many_sessions() -> Response {
-    let mut r = refuse(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "too many open sessions; close one or try again later",
-    );
-    r.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    with_headers(
+        refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many open sessions; close one or try again later",
+        ),
+        &[(header::RETRY_AFTER, "5")],
+    )
+}
+
+/// `r` with `headers` set.
+fn with_headers(mut r: Response, headers: &[(header::HeaderName, &'static str)]) -> Response {
+    for (name, value) in headers {
+        r.headers_mut()
+            .insert(name.clone(), HeaderValue::from_static(value));
+    }
     r
 }
 
@@ -233,14 +259,13 @@ fn too_many_sessions() -> Response {
 /// balancer may send it to another node (HAProxy: `retry-on 503`, `option redispatch`).
 fn draining() -> Response {
     crate::metrics::http_refused("draining");
-    let mut r = refuse(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "this server is shutting down; send the request to another",
-    );
-    let h = r.headers_mut();
-    h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    h.insert(header::CONNECTION, HeaderValue::from_static("close"));
-    r
+    with_headers(
+        refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this server is shutting down; send the request to another",
+        ),
+        &[(header::RETRY_AFTER, "1"), (header::CONNECTION, "close")],
+    )
 }
 
 /// How long a request's body may take to arrive once its head has.
@@ -248,13 +273,13 @@ pub(super) const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 
 fn body_too_slow() -> Response {
     crate::metrics::http_refused("slow_body");
-    let mut r = refuse(
-        StatusCode::REQUEST_TIMEOUT,
-        "the request body did not arrive within 30 s",
-    );
-    r.headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    r
+    with_headers(
+        refuse(
+            StatusCode::REQUEST_TIMEOUT,
+            "the request body did not arrive within 30 s",
+        ),
+        &[(header::CONNECTION, "close")],
+    )
 }
 
 fn too_large() -> Response {
@@ -271,14 +296,14 @@ fn too_large() -> Response {
 async fn run_in_session(
     sessions: Arc<LocalSessionManager>,
     session: SessionId,
-    req: Request,
-    next: Next,
-    working: Working,
+    post: Post,
 ) -> Response {
-    let (parts, body) = req.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_REQUEST_BODY_BYTES).await else {
-        return too_large();
-    };
+    let Post {
+        parts,
+        bytes,
+        next,
+        working,
+    } = post;
     let call_id = serde_json::from_slice::<serde_json::Value>(&bytes)
         .ok()
         .filter(|v| v["method"] == "tools/call")
