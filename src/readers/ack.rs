@@ -43,17 +43,7 @@ impl Readers {
     ) -> Result<Vec<HashSet<u64>>> {
         let mut settled = false;
         let applying = loop {
-            let (bytes, now) = self
-                .records
-                .load(&index_key(reader))
-                .await
-                .map_err(failed)?;
-            let applying: Vec<Listed> = index_of(bytes.as_deref())
-                .map(|ix| ix.deliveries)
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|l| l.applying.is_some())
-                .collect();
+            let (applying, now) = self.applying(reader).await?;
             if settled || !applying.iter().any(|l| stale(l, now)) {
                 break applying;
             }
@@ -103,18 +93,25 @@ impl Readers {
 
     /// Records every acknowledgement of `reader` left by a stopped process.
     pub(crate) async fn settle_all(&self, reader: &ReaderId) -> Result<()> {
+        let (applying, now) = self.applying(reader).await?;
+        self.settle(reader, &applying, now).await
+    }
+
+    /// The acknowledgements `reader`'s index lists as committed and still being recorded,
+    /// and the store's clock when it was read.
+    async fn applying(&self, reader: &ReaderId) -> Result<(Vec<Listed>, u64)> {
         let (bytes, now) = self
             .records
             .load(&index_key(reader))
             .await
             .map_err(failed)?;
-        let applying: Vec<Listed> = index_of(bytes.as_deref())
+        let applying = index_of(bytes.as_deref())
             .map(|ix| ix.deliveries)
             .unwrap_or_default()
             .into_iter()
             .filter(|l| l.applying.is_some())
             .collect();
-        self.settle(reader, &applying, now).await
+        Ok((applying, now))
     }
 
     /// Commits the acknowledgement of `deliveries` (all `reader`'s, each once), all of them
