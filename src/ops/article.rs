@@ -5,7 +5,7 @@ use chrono::Utc;
 use tokio::time::Instant;
 use url::Url;
 
-use super::cached::{CachedGet, Got};
+use super::cached::{CachedGet, Fetched, Got};
 use super::extract::{CallShare, Extracting, on_page_thread};
 use super::{CacheMode, Context};
 use crate::article;
@@ -359,12 +359,49 @@ async fn from_entry(
 }
 
 /// A page to read over http(s).
-struct Read<'a> {
+pub(super) struct Read<'a> {
     /// The page as given (the cache key, and the name in the output).
-    url: &'a str,
-    page: Url,
+    pub url: &'a str,
+    pub page: Url,
     /// What led to it.
-    led_by: &'a Lineage,
+    pub led_by: &'a Lineage,
+}
+
+/// A page (an article, a transcript) got as every page is: robots.txt asked before a cached
+/// copy is served, and again of every hop sent (the owner's rule for each hop's site decides
+/// over the caller's choice), through the cache, with a place in the pages' window. `Err`:
+/// robots.txt refused it.
+pub(super) async fn get_page(
+    ctx: &Context,
+    read: &Read<'_>,
+    opts: &ArticleOptions,
+    deadline: Instant,
+    (accept, refuse): (&'static str, crate::http::Refuse),
+) -> Result<Fetched, Error> {
+    let since = opts.started.unwrap_or_else(Instant::now);
+    let robots =
+        super::robots::RobotsGuard::new(ctx, opts.cache, since).by_default(opts.respect_robots);
+    robots
+        .allow(&read.page, &read.led_by.then(&read.page), deadline)
+        .await?;
+    Ok(ctx
+        .cached_get(CachedGet {
+            kind: Kind::Page,
+            key: read.url,
+            url: read.page.clone(),
+            mode: opts.cache,
+            stale_if_error: opts.stale_if_error,
+            since: None,
+            deadline,
+            accept,
+            refuse: Some(refuse),
+            hops: robots
+                .applies_anywhere()
+                .then_some(&robots as &dyn crate::http::HopCheck),
+            window: Some(ctx.pages.semaphore()),
+            led_by: read.led_by.clone(),
+        })
+        .await)
 }
 
 async fn read_http(
@@ -374,33 +411,19 @@ async fn read_http(
     deadline: Instant,
     extracting: &Extracting,
 ) -> PageOutcome {
-    let Read { url, page, led_by } = read;
-    // robots.txt is asked before a cached copy is served, and again of every hop sent; the
-    // owner's rule for each hop's site decides over the caller's choice.
-    let since = opts.started.unwrap_or_else(Instant::now);
-    let robots =
-        super::robots::RobotsGuard::new(ctx, opts.cache, since).by_default(opts.respect_robots);
-    if let Err(e) = robots.allow(&page, &led_by.then(&page), deadline).await {
-        return PageOutcome::failed(url, &e, opts);
-    }
-    let f = ctx
-        .cached_get(CachedGet {
-            kind: Kind::Page,
-            key: url,
-            url: page,
-            mode: opts.cache,
-            stale_if_error: opts.stale_if_error,
-            since: None,
-            deadline,
-            accept: ACCEPT_ARTICLE,
-            refuse: Some(article::refuse),
-            hops: robots
-                .applies_anywhere()
-                .then_some(&robots as &dyn crate::http::HopCheck),
-            window: Some(ctx.pages.semaphore()),
-            led_by: led_by.clone(),
-        })
-        .await;
+    let url = read.url;
+    let f = match get_page(
+        ctx,
+        &read,
+        opts,
+        deadline,
+        (ACCEPT_ARTICLE, article::refuse),
+    )
+    .await
+    {
+        Ok(f) => f,
+        Err(e) => return PageOutcome::failed(url, &e, opts),
+    };
     // The page's place in the window, held until it is read.
     let _place = f.window;
     let mut o = match f.got {

@@ -9,9 +9,8 @@ use futures::StreamExt;
 use tokio::time::Instant;
 use url::Url;
 
-use super::cached::{CachedGet, Got};
+use super::cached::Got;
 use super::{ArticleOptions, Context};
-use crate::cache::Kind;
 use crate::error::{Error, Result};
 use crate::feed::transcript::{self, Format};
 use crate::feed::truncate_chars;
@@ -140,30 +139,13 @@ async fn read_http(
     deadline: Instant,
 ) -> (TranscriptText, Vec<Warning>) {
     let url = link.url.as_str();
-    let since = opts.started.unwrap_or_else(Instant::now);
-    let robots =
-        super::robots::RobotsGuard::new(ctx, opts.cache, since).by_default(opts.respect_robots);
-    if let Err(e) = robots.allow(&page, &led_by.then(&page), deadline).await {
-        return (failed(url, &e), Vec::new());
-    }
-    let f = ctx
-        .cached_get(CachedGet {
-            kind: Kind::Page,
-            key: url,
-            url: page,
-            mode: opts.cache,
-            stale_if_error: opts.stale_if_error,
-            since: None,
-            deadline,
-            accept: ACCEPT_TRANSCRIPT,
-            refuse: Some(refuse),
-            hops: robots
-                .applies_anywhere()
-                .then_some(&robots as &dyn crate::http::HopCheck),
-            window: Some(ctx.pages.semaphore()),
-            led_by: led_by.clone(),
-        })
-        .await;
+    let read = super::article::Read { url, page, led_by };
+    let f = match super::article::get_page(ctx, &read, opts, deadline, (ACCEPT_TRANSCRIPT, refuse))
+        .await
+    {
+        Ok(f) => f,
+        Err(e) => return (failed(url, &e), Vec::new()),
+    };
     let _place = f.window;
     let warnings = f
         .warnings
