@@ -23,10 +23,12 @@ for i, k in ipairs(KEYS) do v[i] = redis.call('GET', k) or '' end
 local t = redis.call('TIME')
 return {t[1], t[2], v}";
 
-/// Sets `KEYS[1]` to `ARGV[2]` (`ARGV[2]` empty: deletes it; `ARGV[3]` not empty: expiring
-/// at that Unix ms) only if it still holds `ARGV[1]` (empty: absent). 1 when written, 0 on a
-/// conflict.
-const CAS: &str = r"
+/// The compare-and-set on `KEYS[1]` both scripts run: sets it to `ARGV[2]` (`ARGV[2]` empty:
+/// deletes it; `ARGV[3]` not empty: expiring at that Unix ms) only if it still holds `ARGV[1]`
+/// (empty: absent). 1 when written, 0 on a conflict.
+macro_rules! cas_lua {
+    () => {
+        r"
 local cur = redis.call('GET', KEYS[1])
 if (cur == false and ARGV[1] == '') or cur == ARGV[1] then
   if ARGV[2] == '' then redis.call('DEL', KEYS[1])
@@ -34,20 +36,19 @@ if (cur == false and ARGV[1] == '') or cur == ARGV[1] then
   else redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3]) end
   return 1
 end
-return 0";
+return 0"
+    };
+}
 
-/// [`CAS`] on `KEYS[1]` (`ARGV[1..3]`), only while `KEYS[2]` still holds `ARGV[4]` (empty:
-/// absent). 1 when written, 0 on a conflict with either.
-const CAS_IF: &str = r"
-if (redis.call('GET', KEYS[2]) or '') ~= ARGV[4] then return 0 end
-local cur = redis.call('GET', KEYS[1])
-if (cur == false and ARGV[1] == '') or cur == ARGV[1] then
-  if ARGV[2] == '' then redis.call('DEL', KEYS[1])
-  elseif ARGV[3] == '' then redis.call('SET', KEYS[1], ARGV[2])
-  else redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3]) end
-  return 1
-end
-return 0";
+/// The compare-and-set on `KEYS[1]` (`ARGV[1..3]`, see [`cas_lua`]).
+const CAS: &str = cas_lua!();
+
+/// [`CAS`], only while `KEYS[2]` still holds `ARGV[4]` (empty: absent); 0 on a conflict
+/// with either.
+const CAS_IF: &str = concat!(
+    "\nif (redis.call('GET', KEYS[2]) or '') ~= ARGV[4] then return 0 end",
+    cas_lua!()
+);
 
 /// Records in Redis.
 pub(super) struct RedisRecords {
