@@ -71,7 +71,9 @@ local t = redis.call('TIME')
 return {t[1], t[2], v[1] or '', v[2] or '', v[3] or ''}";
 
 /// Deletes `KEYS[1]` if it holds `ARGV[1]`; renews it (`PX ARGV[2]`) instead when given.
-const RELEASE_OR_RENEW: &str = r"
+/// 1 when it was still ours, 0 when it was taken or had lapsed. (The gate's leases are
+/// released and renewed by it too.)
+pub(crate) const RELEASE_OR_RENEW: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   if ARGV[2] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
   return redis.call('DEL', KEYS[1])

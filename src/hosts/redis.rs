@@ -17,6 +17,7 @@
 //! same operation from the local file store, reports `GATE_STORE_UNAVAILABLE` to every
 //! operation that uses it meanwhile, and tries Redis again after a backoff.
 
+use crate::cache::shared::RELEASE_OR_RENEW;
 use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,15 +64,6 @@ if (cur == false and ARGV[1] == '') or cur == ARGV[1] then
   if ARGV[2] == '' then redis.call('DEL', KEYS[1])
   else redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3]) end
   return 1
-end
-return 0";
-
-/// Deletes `KEYS[1]` if it holds `ARGV[1]`; renews it (`PX ARGV[2]`) instead when given.
-/// 1 when it was still ours, 0 when it was taken or had lapsed.
-const RELEASE_OR_RENEW: &str = r"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  if ARGV[2] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-  return redis.call('DEL', KEYS[1])
 end
 return 0";
 
