@@ -26,18 +26,7 @@ pub(super) fn cut(
     let fits = |p: &FetchOutput| tokens_of(p) + overhead <= budget;
     let mut estimated = None;
     // With every feed's metadata, else (on the first page) with only their titles.
-    for slim in [false, true] {
-        if slim && !first {
-            break;
-        }
-        let cut = Cut {
-            full,
-            counts,
-            order: &order,
-            first,
-            slim,
-            cursor,
-        };
+    for cut in Cut::each(full, counts, &order, first, cursor) {
         match budget::largest_fitting(order.len(), |m| fits(&cut.page(m))) {
             Some(m) if m > 0 || order.is_empty() => {
                 return Ok(cut.page(m));
@@ -78,18 +67,7 @@ pub(super) fn budgets_to_try(
 ) -> Vec<usize> {
     let order = turns(full, counts);
     let mut out = Vec::new();
-    for slim in [false, true] {
-        if slim && !first {
-            continue;
-        }
-        let cut = Cut {
-            full,
-            counts,
-            order: &order,
-            first,
-            slim,
-            cursor,
-        };
+    for cut in Cut::each(full, counts, &order, first, cursor) {
         let bare = tokens_of(&cut.page(0)) + overhead;
         if order.is_empty() {
             out.push(bare);
@@ -165,7 +143,29 @@ struct Cut<'a> {
     cursor: &'a CursorFor<'a>,
 }
 
-impl Cut<'_> {
+impl<'a> Cut<'a> {
+    /// The cuts a page is tried as, in order: with every feed's metadata, then (on the
+    /// first page only) with only the feeds' titles.
+    fn each(
+        full: &'a FetchOutput,
+        counts: &'a [usize],
+        order: &'a [(usize, usize)],
+        first: bool,
+        cursor: &'a CursorFor<'a>,
+    ) -> impl Iterator<Item = Cut<'a>> {
+        [false, true]
+            .into_iter()
+            .filter(move |slim| !slim || first)
+            .map(move |slim| Cut {
+                full,
+                counts,
+                order,
+                first,
+                slim,
+                cursor,
+            })
+    }
+
     /// The page with the first `m` items of the order.
     fn page(&self, m: usize) -> FetchOutput {
         let mut taken = vec![0usize; self.full.feeds.len()];
