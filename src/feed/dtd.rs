@@ -33,6 +33,11 @@ impl Entities {
         resolve_entity(name)
     }
 
+    /// Whether the document declared no entity of its own.
+    pub(super) fn is_empty(&self) -> bool {
+        self.declared.is_empty()
+    }
+
     /// Reads `<!ENTITY name "value">` declarations from a DOCTYPE's text.
     pub(super) fn declare_from(&mut self, doctype: &str) {
         let mut rest = doctype;

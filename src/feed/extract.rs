@@ -1,5 +1,7 @@
 //! RSS (0.9x, 1.0/RDF, 2.0) and Atom (0.3, 1.0) element trees mapped to [`RawFeed`].
 
+use std::cell::RefCell;
+
 use crate::model::WarningCode;
 use url::Url;
 
@@ -21,40 +23,176 @@ pub(super) fn parse_xml(
     base: Option<&Url>,
     sink: &mut dyn FnMut(RawItem),
 ) -> Result<RawFeed> {
-    let mut handed = 0usize;
-    let mut beyond_cap = 0usize;
-    let mut empty_items = 0usize;
-    // A local file has no request URL: its items resolve against the site's address,
-    // the channel's link read before them.
-    let mut site: Option<Option<Url>> = None;
-    // A document that is one Atom `<entry>` (RFC 4287 §4.1.2 allows it): a one-entry feed.
-    let mut root_entry = false;
-    let doc = xml::parse(text, base, &mut |mut el, cx| {
-        if handed + empty_items >= MAX_ITEMS {
-            beyond_cap += 1;
+    let mut text = Some(text);
+    read_xml(base, sink, &mut |b, _, _| {
+        if let Some(t) = text.take() {
+            b.run(t, 0);
+        }
+        true
+    })
+}
+
+/// Parses an XML feed held whole (UTF-8), its items read on all of rayon's threads in
+/// stretches of about `step` bytes when the document allows (see [`super::split`]), handed
+/// to `sink` in document order: the same feed, items and warnings as [`parse_xml`].
+pub(super) fn parse_xml_whole(
+    text: &[u8],
+    base: Option<&Url>,
+    sink: &mut dyn FnMut(RawItem),
+    step: usize,
+) -> Result<RawFeed> {
+    read_xml(base, sink, &mut |b, handout, split| {
+        if split {
+            super::split::drive(b, text, base, handout, step)
+        } else {
+            b.run_slice(text, 0);
+            true
+        }
+    })
+}
+
+/// The items as they are handed out, in document order: counted, capped, and the site
+/// address of a local file's items.
+pub(super) struct Handout<'s> {
+    sink: &'s mut dyn FnMut(RawItem),
+    handed: usize,
+    beyond_cap: usize,
+    empty_items: usize,
+    /// A local file has no request URL: its items resolve against the site's address,
+    /// the channel's link read before the first item with data.
+    pub(super) site: Option<Option<Url>>,
+    /// Whether the last item read was a document's top-level Atom `<entry>`.
+    pub(super) root_entry: bool,
+    /// Items kept back (counted, not yet handed to the sink) while this is set.
+    holding: Option<Vec<RawItem>>,
+}
+
+impl<'s> Handout<'s> {
+    fn new(sink: &'s mut dyn FnMut(RawItem)) -> Handout<'s> {
+        Handout {
+            sink,
+            handed: 0,
+            beyond_cap: 0,
+            empty_items: 0,
+            site: None,
+            root_entry: false,
+            holding: None,
+        }
+    }
+
+    /// Whether the cap on items is reached (later ones are only counted).
+    pub(super) fn full(&self) -> bool {
+        self.handed + self.empty_items >= MAX_ITEMS
+    }
+
+    /// Counts one item beyond the cap.
+    pub(super) fn beyond(&mut self) {
+        self.beyond_cap += 1;
+    }
+
+    /// Hands out one item read (`None`: an item element with no data).
+    pub(super) fn give(&mut self, it: Option<RawItem>) {
+        let Some(it) = it else {
+            self.empty_items += 1;
             return;
+        };
+        self.handed += 1;
+        match &mut self.holding {
+            Some(held) => held.push(it),
+            None => (self.sink)(it),
+        }
+    }
+
+    /// Keeps items back from the sink until [`Handout::release`].
+    pub(super) fn hold(&mut self) {
+        self.holding.get_or_insert_with(Vec::new);
+    }
+
+    /// Hands the items kept back to the sink, and stops keeping them.
+    pub(super) fn release(&mut self) {
+        for it in self.holding.take().unwrap_or_default() {
+            (self.sink)(it);
+        }
+    }
+
+    /// Forgets everything read (nothing was handed to the sink yet).
+    fn restart(&mut self) {
+        debug_assert!(self.handed == 0 || self.holding.is_some());
+        self.handed = 0;
+        self.beyond_cap = 0;
+        self.empty_items = 0;
+        self.site = None;
+        self.root_entry = false;
+        self.holding = None;
+    }
+}
+
+/// One item element read into an item; `site`: what a local file's item resolves against.
+pub(super) fn convert(el: &mut Element, atom_mode: bool, site: Option<&Url>) -> RawItem {
+    let mut it = item(el, atom_mode);
+    if let Some(site) = site {
+        rebase(&mut it, site);
+    }
+    // Podcast links resolve like the item's own (against the site for a local file).
+    it.podcast = super::podcast::episode(el, it.base.as_ref());
+    it
+}
+
+/// `drive` reads the document with the builder it is given (`true` as its last argument:
+/// it may split the items over threads); when it answers `false` (nothing handed out yet),
+/// the document is read again from the start, whole, by a fresh builder.
+type Drive<'d> = dyn FnMut(&mut xml::Builder<'_>, &RefCell<Handout<'_>>, bool) -> bool + 'd;
+
+fn read_xml(
+    base: Option<&Url>,
+    sink: &mut dyn FnMut(RawItem),
+    drive: &mut Drive<'_>,
+) -> Result<RawFeed> {
+    let handout = RefCell::new(Handout::new(sink));
+    let mut on_item = |mut el: Element, cx: &xml::ItemContext<'_>| {
+        let mut h = handout.borrow_mut();
+        if h.full() {
+            return h.beyond();
         }
         let top = cx.parent.is_none() && cx.root.is_empty();
-        root_entry = top && el.name.eq_ignore_ascii_case("entry");
-        let atom_mode = cx.root.eq_ignore_ascii_case("feed") || root_entry;
+        h.root_entry = top && el.name.eq_ignore_ascii_case("entry");
+        let atom_mode = cx.root.eq_ignore_ascii_case("feed") || h.root_entry;
         // Only an item element with nothing in it at all (no text, no attribute, no child
         // that has either) is not an item: anything else is the publisher's item.
         if !carries_data(&el) {
-            empty_items += 1;
-            return;
+            return h.give(None);
         }
-        let mut it = item(&mut el, atom_mode);
-        if base.is_none() {
-            let site = site.get_or_insert_with(|| cx.parent.and_then(|p| site_link(p, atom_mode)));
-            if let Some(site) = site {
-                rebase(&mut it, site);
-            }
+        let h = &mut *h;
+        let site = match base {
+            Some(_) => None,
+            None => h
+                .site
+                .get_or_insert_with(|| cx.parent.and_then(|p| site_link(p, atom_mode)))
+                .as_ref(),
+        };
+        let it = convert(&mut el, atom_mode, site);
+        h.give(Some(it));
+    };
+    let first = {
+        let mut b = xml::Builder::new(base, &mut on_item);
+        drive(&mut b, &handout, true).then(|| b.finish())
+    };
+    let doc = match first {
+        Some(doc) => doc,
+        None => {
+            handout.borrow_mut().restart();
+            let mut b = xml::Builder::new(base, &mut on_item);
+            drive(&mut b, &handout, false);
+            b.finish()
         }
-        // Podcast links resolve like the item's own (against the site for a local file).
-        it.podcast = super::podcast::episode(&el, it.base.as_ref());
-        handed += 1;
-        sink(it);
-    });
+    };
+    let Handout {
+        handed,
+        beyond_cap,
+        empty_items,
+        root_entry,
+        ..
+    } = handout.into_inner();
     let root = doc.root.or_else(|| {
         root_entry.then(|| Element {
             ns: Ns::Atom,
@@ -181,7 +319,7 @@ fn rebase(it: &mut RawItem, site: &Url) {
 
 /// Whether `el` holds anything: text, an attribute with a value (other than `xml:*`), or a
 /// child that holds something.
-fn carries_data(el: &Element) -> bool {
+pub(super) fn carries_data(el: &Element) -> bool {
     el.attrs
         .iter()
         .any(|a| a.ns != Ns::Xml && !a.value.trim().is_empty())

@@ -51,7 +51,7 @@ pub(crate) struct ItemContext<'a> {
 /// Called with each item or entry as it closes.
 pub(crate) type OnItem<'f> = dyn FnMut(Element, &ItemContext<'_>) + 'f;
 
-struct Builder<'f> {
+pub(crate) struct Builder<'f> {
     stack: Vec<Frame>,
     /// Declared prefixes: (prefix, namespace, URI).
     scopes: Vec<(String, Ns, String)>,
@@ -68,6 +68,15 @@ struct Builder<'f> {
     /// local). A feed repeats a few names thousands of times. foldhash, seeded per process:
     /// a few times SipHash's speed on short names.
     names: HashMap<Box<str>, Names, foldhash::fast::RandomState>,
+    errors: usize,
+    last_error_pos: u64,
+    truncated: bool,
+    /// For a builder of one stretch of items: the depth the items stand at (see
+    /// [`Builder::from_template`]).
+    fence: Option<usize>,
+    /// Whether the run stopped at the fence.
+    fenced: bool,
+    fence_text: String,
 }
 
 /// A name as made once: (qualified, local, lowercase local).
@@ -83,84 +92,331 @@ const MAX_ERRORS: usize = 64;
 /// Parses the UTF-8 `xml` stream, calling `on_item` for each item/entry as it closes (the
 /// input is read front to back once, so a reader that frees what it has read keeps a large
 /// feed out of memory).
+#[cfg(test)]
 pub(crate) fn parse<'f>(
     xml: impl BufRead,
     doc_base: Option<&Url>,
     on_item: &'f mut OnItem<'f>,
 ) -> Document {
+    let mut b = Builder::new(doc_base, on_item);
+    b.run(xml, 0);
+    b.finish()
+}
+
+/// quick-xml's reader as every stretch of a document is read: liberal.
+fn reader_of<R: BufRead>(xml: R) -> Reader<R> {
     let mut reader = Reader::from_reader(xml);
-    {
-        let c = reader.config_mut();
-        c.allow_dangling_amp = true;
-        c.allow_unmatched_ends = true;
-        c.check_end_names = false;
-        c.check_comments = false;
-        c.expand_empty_elements = false;
-        c.trim_markup_names_in_closing_tags = true;
+    let c = reader.config_mut();
+    c.allow_dangling_amp = true;
+    c.allow_unmatched_ends = true;
+    c.check_end_names = false;
+    c.check_comments = false;
+    c.expand_empty_elements = false;
+    c.trim_markup_names_in_closing_tags = true;
+    reader
+}
+
+/// How a run over one stretch of a document ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// The stretch was read to its end.
+    End,
+    /// A builder with a fence met something other than an item where items stand, at this
+    /// byte of the document; nothing of it was read, and every item before it closed.
+    Fence(u64),
+    /// [`Builder::run_slice_to`] stopped before this byte of the document.
+    Cut(u64),
+}
+
+/// What a builder for one stretch of items starts from: the elements open around the
+/// items and the prefixes declared there (the builder that read the document's head made
+/// it; plain data, so it crosses threads).
+#[derive(Debug, Clone)]
+pub(crate) struct Template {
+    /// Each open element: qualified name, namespace, local name, lowercase local name,
+    /// effective base.
+    frames: Vec<(String, Ns, String, String, Option<Url>)>,
+    scopes: Vec<(String, Ns, String)>,
+    root_uri: Option<String>,
+    doc_base: Option<Url>,
+}
+
+impl Template {
+    /// The local name of the document's root element.
+    pub(crate) fn root_name(&self) -> &str {
+        self.frames.first().map_or("", |f| f.2.as_str())
     }
-    let mut b = Builder {
-        stack: Vec::new(),
-        scopes: Vec::new(),
-        root_uri: None,
-        entities: Entities::default(),
-        root: None,
-        item_at: None,
-        doc_base: doc_base.cloned().map(Rc::new),
-        on_item,
-        repairs: Vec::new(),
-        too_deep: 0,
-        names: HashMap::default(),
-    };
-    let mut errors = 0usize;
-    let mut truncated = false;
-    let mut last_error_pos = u64::MAX;
-    let mut buf = Vec::with_capacity(64 * 1024);
-    loop {
-        buf.clear();
-        match reader.read_event_into(&mut buf) {
-            Ok(Event::Start(e)) => b.start(&e, false),
-            Ok(Event::Empty(e)) => b.start(&e, true),
-            Ok(Event::End(e)) => b.end(e.name().into_inner()),
-            Ok(Event::Text(t)) => b.text(&t.xml10_content()),
-            Ok(Event::CData(t)) => b.text(&t.xml10_content()),
+}
+
+impl<'f> Builder<'f> {
+    pub(crate) fn new(doc_base: Option<&Url>, on_item: &'f mut OnItem<'f>) -> Builder<'f> {
+        Builder {
+            stack: Vec::new(),
+            scopes: Vec::new(),
+            root_uri: None,
+            entities: Entities::default(),
+            root: None,
+            item_at: None,
+            doc_base: doc_base.cloned().map(Rc::new),
+            on_item,
+            repairs: Vec::new(),
+            too_deep: 0,
+            names: HashMap::default(),
+            errors: 0,
+            last_error_pos: u64::MAX,
+            truncated: false,
+            fence: None,
+            fenced: false,
+            fence_text: String::new(),
+        }
+    }
+
+    /// A builder for a stretch of items that stand where `t` was made: it stops (and says
+    /// where) at anything else at that level.
+    pub(crate) fn from_template(t: &Template, on_item: &'f mut OnItem<'f>) -> Builder<'f> {
+        let mut b = Builder::new(None, on_item);
+        b.doc_base = t.doc_base.clone().map(Rc::new);
+        b.scopes = t.scopes.clone();
+        b.root_uri = t.root_uri.clone();
+        for (i, (qname, ns, name, lname, base)) in t.frames.iter().enumerate() {
+            b.stack.push(Frame {
+                el: Element {
+                    ns: *ns,
+                    name: Rc::from(name.as_str()),
+                    lname: Rc::from(lname.as_str()),
+                    attrs: Vec::new(),
+                    children: Vec::new(),
+                    base: base.clone().map(Rc::new),
+                },
+                qname: Rc::from(qname.as_str()),
+                // The template's prefixes all belong to the frames; none is ever popped.
+                ns_mark: if i == 0 { 0 } else { t.scopes.len() },
+            });
+        }
+        b.fence = Some(t.frames.len());
+        b
+    }
+
+    /// Where this builder stands, as a [`Template`] for builders of the items that follow:
+    /// only when the read so far was clean (no repair, no error), no item is open, elements
+    /// are open around where the items go, and the document declared no entities (their
+    /// expansion budget is the document's, not a stretch's).
+    pub(crate) fn template(&self) -> Option<Template> {
+        let clean = self.repairs.is_empty() && self.errors == 0 && !self.truncated;
+        if !clean || self.item_at.is_some() || self.too_deep > 0 || self.stack.is_empty() {
+            return None;
+        }
+        if !self.entities.is_empty() {
+            return None;
+        }
+        Some(Template {
+            frames: self
+                .stack
+                .iter()
+                .map(|f| {
+                    (
+                        f.qname.to_string(),
+                        f.el.ns,
+                        f.el.name.to_string(),
+                        f.el.lname.to_string(),
+                        f.el.base.as_deref().cloned(),
+                    )
+                })
+                .collect(),
+            scopes: self.scopes.clone(),
+            root_uri: self.root_uri.clone(),
+            doc_base: self.doc_base.as_deref().cloned(),
+        })
+    }
+
+    /// Whether everything read so far was read without a repair or an error.
+    pub(crate) fn clean(&self) -> bool {
+        self.repairs.is_empty() && self.errors == 0 && !self.truncated
+    }
+
+    /// Whether no element is open beyond the fence (a stretch of items ended between items).
+    pub(crate) fn at_fence(&self) -> bool {
+        self.fence == Some(self.stack.len()) && self.item_at.is_none() && self.too_deep == 0
+    }
+
+    /// The whitespace read between items at the fence (the document's text there, which a
+    /// single reader would have kept in the items' parent).
+    pub(crate) fn take_fence_text(&mut self) -> String {
+        std::mem::take(&mut self.fence_text)
+    }
+
+    /// The parent the items close into, as read so far.
+    pub(crate) fn parent(&self) -> Option<&Element> {
+        self.stack.last().map(|f| &f.el)
+    }
+
+    /// Text read where the items stand (what a stretch read elsewhere found there).
+    pub(crate) fn add_text(&mut self, s: &str) {
+        self.text(s);
+    }
+
+    /// Reads the UTF-8 stream `xml`, which starts at byte `offset` of the document.
+    pub(crate) fn run(&mut self, xml: impl BufRead, offset: u64) -> Ended {
+        let mut reader = reader_of(xml);
+        let mut buf = Vec::with_capacity(64 * 1024);
+        loop {
+            buf.clear();
+            let before = reader.buffer_position();
+            let event = reader.read_event_into(&mut buf);
+            if let Some(ended) = self.take(event, &mut reader, offset + before, offset) {
+                return ended;
+            }
+        }
+    }
+
+    /// [`Builder::run`] over a stretch held in memory: its events borrow from it (nothing
+    /// is copied to be read).
+    pub(crate) fn run_slice(&mut self, xml: &[u8], offset: u64) -> Ended {
+        let mut reader = reader_of(xml);
+        loop {
+            let before = reader.buffer_position();
+            let event = reader.read_event();
+            if let Some(ended) = self.take(event, &mut reader, offset + before, offset) {
+                return ended;
+            }
+        }
+    }
+
+    /// [`Builder::run_slice`] that stops before the first of `cuts` (places in the
+    /// document, ascending) it reaches between two events with nothing open but what
+    /// `template` holds open, as `template` holds it (from there, stretches read from the
+    /// template read on as this builder would).
+    pub(crate) fn run_slice_to(
+        &mut self,
+        xml: &[u8],
+        offset: u64,
+        cuts: &[u64],
+        template: &Template,
+    ) -> Ended {
+        let mut reader = reader_of(xml);
+        let mut next = 0;
+        loop {
+            let before = reader.buffer_position();
+            let at = offset + before;
+            while cuts.get(next).is_some_and(|c| *c < at) {
+                next += 1;
+            }
+            if cuts.get(next) == Some(&at) && self.stands_as(template) {
+                return Ended::Cut(at);
+            }
+            let event = reader.read_event();
+            if let Some(ended) = self.take(event, &mut reader, at, offset) {
+                return ended;
+            }
+        }
+    }
+
+    /// Whether exactly what `template` holds open is open here, as it holds it, and no
+    /// entity was declared since.
+    fn stands_as(&self, template: &Template) -> bool {
+        self.item_at.is_none()
+            && self.too_deep == 0
+            && self.entities.is_empty()
+            && self.scopes == template.scopes
+            && self.root_uri == template.root_uri
+            && self.stack.len() == template.frames.len()
+            && self
+                .stack
+                .iter()
+                .zip(&template.frames)
+                .all(|(f, (qname, ns, _, _, base))| {
+                    &*f.qname == qname.as_str()
+                        && f.el.ns == *ns
+                        && f.el.base.as_deref() == base.as_ref()
+                })
+    }
+
+    /// Takes one event read at byte `at` of the document; `Some` when the run ends.
+    fn take<R: BufRead>(
+        &mut self,
+        event: quick_xml::Result<Event<'_>>,
+        reader: &mut Reader<R>,
+        at: u64,
+        offset: u64,
+    ) -> Option<Ended> {
+        match event {
+            Ok(Event::Start(e)) => self.start(&e, false),
+            Ok(Event::Empty(e)) => self.start(&e, true),
+            Ok(Event::End(e)) => self.end(e.name().into_inner()),
+            Ok(Event::Text(t)) => self.fenced_text(&t.xml10_content(), true),
+            Ok(Event::CData(t)) => self.fenced_text(&t.xml10_content(), false),
             Ok(Event::GeneralRef(r)) => {
-                let name = r.into_inner();
-                match b.entities.expand(&name) {
-                    Some(s) => b.text(&s),
-                    None => b.text(&format!("&{name};")),
+                if self.at_fence() {
+                    self.fenced = true;
+                } else {
+                    let name = r.into_inner();
+                    match self.entities.expand(&name) {
+                        Some(s) => self.text(&s),
+                        None => self.text(&format!("&{name};")),
+                    }
                 }
             }
-            Ok(Event::DocType(d)) => b.entities.declare_from(d.as_ref()),
-            Ok(Event::Eof) => break,
+            Ok(Event::DocType(d)) => {
+                if self.fence.is_some() {
+                    // Its entities would be the whole document's.
+                    self.fenced = true;
+                    if !self.at_fence() {
+                        self.repair("a DOCTYPE among the items".to_owned());
+                    }
+                } else {
+                    self.entities.declare_from(d.as_ref())
+                }
+            }
+            Ok(Event::Eof) => return Some(Ended::End),
             Ok(_) => {}
             Err(e) => {
-                errors += 1;
-                let pos = reader.error_position();
-                b.repair(format!("malformed XML at byte {pos}: {e}"));
+                self.errors += 1;
+                let pos = reader.error_position() + offset;
+                self.repair(format!("malformed XML at byte {pos}: {e}"));
                 let at_end = reader.get_mut().fill_buf().map_or(true, |b| b.is_empty());
-                if errors > MAX_ERRORS || pos == last_error_pos || at_end {
-                    truncated = !at_end;
-                    break;
+                if self.errors > MAX_ERRORS || pos == self.last_error_pos || at_end {
+                    self.truncated = !at_end;
+                    return Some(Ended::End);
                 }
-                last_error_pos = pos;
+                self.last_error_pos = pos;
             }
         }
+        self.fenced.then_some(Ended::Fence(at))
     }
-    if !b.stack.is_empty() {
-        let open: Vec<&str> = b.stack.iter().map(|f| &*f.qname).collect();
-        let msg = format!(
-            "the document ended with elements still open: {}",
-            open.join(" > ")
-        );
-        b.repair(msg);
-        while !b.stack.is_empty() {
-            b.close_top();
+
+    /// What a run gives when the document has been read: the root, and the repairs made
+    /// (elements still open are closed here).
+    pub(crate) fn finish(mut self) -> Document {
+        if !self.stack.is_empty() {
+            let open: Vec<&str> = self.stack.iter().map(|f| &*f.qname).collect();
+            let msg = format!(
+                "the document ended with elements still open: {}",
+                open.join(" > ")
+            );
+            self.repair(msg);
+            while !self.stack.is_empty() {
+                self.close_top();
+            }
+        }
+        Document {
+            root: self.root,
+            repairs: self.repairs,
+            truncated: self.truncated,
         }
     }
-    Document {
-        root: b.root,
-        repairs: b.repairs,
-        truncated,
+
+    /// Text or CDATA: kept, unless the builder has a fence and it stands there (whitespace
+    /// there is set aside for the reader of the whole; anything else stops the run).
+    fn fenced_text(&mut self, s: &str, plain: bool) {
+        if self.at_fence() {
+            if plain && s.bytes().all(|b| b.is_ascii_whitespace()) {
+                self.fence_text.push_str(s);
+            } else if !s.is_empty() {
+                self.fenced = true;
+            }
+            return;
+        }
+        self.text(s);
     }
 }
 
@@ -282,6 +538,10 @@ impl Builder<'_> {
         };
         if self.item_at.is_none() && is_item(&el) {
             self.item_at = Some(self.stack.len());
+        } else if self.at_fence() {
+            // Not an item where items stand: the reader of the whole goes on from here.
+            self.fenced = true;
+            return;
         }
         self.stack.push(Frame { el, qname, ns_mark });
         if empty {
@@ -290,6 +550,10 @@ impl Builder<'_> {
     }
 
     fn end(&mut self, qname: &str) {
+        if self.at_fence() {
+            self.fenced = true;
+            return;
+        }
         let found = self
             .stack
             .iter()
