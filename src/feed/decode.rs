@@ -72,8 +72,56 @@ fn html_meta_charset(head: &[u8]) -> Option<&'static Encoding> {
 }
 
 /// Whether every chunk joined is valid UTF-8: the common case, answered at the speed of
-/// the validator.
+/// the validator (on every thread for a large body).
 fn valid_utf8(body: &Payload) -> bool {
+    if super::parallel(body.len())
+        && rayon::current_num_threads() > 1
+        && let Some(valid) = valid_utf8_on_all_threads(body, 1 << 20)
+    {
+        return valid;
+    }
+    valid_utf8_on_one_thread(body)
+}
+
+/// [`valid_utf8`] with the body cut into pieces of `piece` bytes at most, each validated on its
+/// own thread from its first ASCII byte through its last (an ASCII byte is a character of
+/// its own in UTF-8, so the cuts split no character of a valid text, and a character cut
+/// short is invalid on either side), and the bytes between pieces validated joined.
+/// `None` when a piece has no ASCII byte at all.
+fn valid_utf8_on_all_threads(body: &Payload, piece: usize) -> Option<bool> {
+    use rayon::prelude::*;
+    let pieces: Vec<&[u8]> = body.chunks().flat_map(|c| c.chunks(piece.max(1))).collect();
+    // Each piece: where its ASCII bytes start and end.
+    let spans: Vec<(usize, usize)> = pieces
+        .iter()
+        .map(|p| {
+            let first = p.iter().position(u8::is_ascii)?;
+            let last = p.iter().rposition(u8::is_ascii)?;
+            Some((first, last + 1))
+        })
+        .collect::<Option<_>>()?;
+    let middles_valid = pieces
+        .par_iter()
+        .zip(spans.par_iter())
+        .all(|(p, &(a, b))| simdutf8::basic::from_utf8(&p[a..b]).is_ok());
+    if !middles_valid {
+        return Some(false);
+    }
+    // The joins: the bytes after one piece's last ASCII byte and before the next one's
+    // first, taken together (and the body's first and last bytes on their own).
+    let mut join: Vec<u8> = Vec::new();
+    for (p, &(a, b)) in pieces.iter().zip(&spans) {
+        join.extend_from_slice(&p[..a]);
+        if simdutf8::basic::from_utf8(&join).is_err() {
+            return Some(false);
+        }
+        join.clear();
+        join.extend_from_slice(&p[b..]);
+    }
+    Some(simdutf8::basic::from_utf8(&join).is_ok())
+}
+
+fn valid_utf8_on_one_thread(body: &Payload) -> bool {
     let mut carry: Vec<u8> = Vec::new();
     for chunk in body.chunks() {
         let joined;
@@ -234,6 +282,18 @@ pub(crate) fn reader(body: Payload, content_type: Option<&str>) -> Box<dyn BufRe
             Via::Web(enc.new_decoder_without_bom_handling()),
         )),
         Plan::Legacy(l) => Box::new(Transcoder::new(input, Via::Legacy(LegacyDecoder::new(l)))),
+    }
+}
+
+/// `body` whole when it is UTF-8 as it stands, with the bytes of its byte-order mark to
+/// skip; else `body` back, untouched.
+pub(crate) fn whole_utf8(
+    body: Payload,
+    content_type: Option<&str>,
+) -> Result<(Vec<u8>, usize), Payload> {
+    match plan(&body, content_type) {
+        (Plan::Utf8, skip) => Ok((body.into_vec(), skip)),
+        _ => Err(body),
     }
 }
 
@@ -441,5 +501,28 @@ mod tests {
         }
         let out = to_utf8(p, Some("text/xml; charset=shift_jis"));
         assert_eq!(out, "日本語".repeat(100_000));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// Validating in pieces on threads answers as one validator over the joined body,
+        /// wherever pieces cut (characters of 1 to 4 bytes, stray and truncated
+        /// sequences).
+        #[test]
+        fn validation_in_pieces_answers_as_the_whole(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                &b"a"[..], b"<", b"\xc3\xa9", b"\xe2\x80\x94", b"\xf0\x9f\x98\x80", b"\xc3",
+                b"\xe2\x80", b"\x80", b"\xff", b"\xed\xa0\x80", b"\xc0\xaf",
+            ]), 0..60),
+            piece in 1usize..9,
+        ) {
+            let bytes: Vec<u8> = parts.concat();
+            let body = Payload::from(bytes.clone());
+            let want = std::str::from_utf8(&bytes).is_ok();
+            proptest::prop_assert_eq!(valid_utf8_on_one_thread(&body), want);
+            if let Some(got) = valid_utf8_on_all_threads(&body, piece) {
+                proptest::prop_assert_eq!(got, want);
+            }
+        }
     }
 }
