@@ -120,7 +120,23 @@ pub mod internals {
     /// Parses a feed body into its items, all held at once (as a feed library returns
     /// them: the parse benchmark's side-by-side with feed-rs); how many there are.
     pub fn parse_held(body: Vec<u8>, content_type: Option<&str>) -> crate::Result<usize> {
-        crate::feed::parse_held(body.into(), content_type).map(|f| f.items.len())
+        parse_kept(body, content_type).map(|f| f.items())
+    }
+
+    /// A parsed feed with every item, as [`parse_kept`] hands it back.
+    pub struct Held(crate::feed::RawFeed);
+
+    impl Held {
+        /// How many items it holds.
+        pub fn items(&self) -> usize {
+            self.0.items.len()
+        }
+    }
+
+    /// [`parse_held`], the feed handed back (freeing it is the caller's: the benchmark
+    /// times the parse up to the items in hand, and their freeing apart).
+    pub fn parse_kept(body: Vec<u8>, content_type: Option<&str>) -> crate::Result<Held> {
+        crate::feed::parse_held(body.into(), content_type).map(Held)
     }
 
     /// A page's body read as an article (the extraction benchmark's `rss article` columns):
