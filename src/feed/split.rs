@@ -10,15 +10,16 @@
 //! cut inside a CDATA section, a comment or an item costs time, never a difference.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memchr::memmem::Finder;
 use rayon::prelude::*;
 use url::Url;
 
-use super::RawItem;
 use super::channel::site_link;
 use super::extract::{Handout, carries_data, convert};
 use super::xml::{Builder, Element, Ended, ItemContext, Template};
+use super::{MAX_ITEMS, RawItem};
 
 /// Bytes per stretch, about: small enough that every thread gets several (they differ in
 /// length), large enough that each builder's start costs nothing.
@@ -71,10 +72,16 @@ pub(super) fn drive(
     stretches.push((cuts[cuts.len() - 1], text.len()));
     // Every stretch is read at once (the caller holds every item anyway): no thread waits
     // for another's stretch before going on.
+    let produced = AtomicUsize::new(0);
     let mut read: Vec<Stretch> = stretches
         .par_iter()
-        .map(|&(start, end)| read(&template, text, start, end, atom_mode, site.as_ref()))
+        .map(|&(start, end)| {
+            let at = (start, end);
+            read(&template, text, at, atom_mode, site.as_ref(), &produced)
+        })
         .collect();
+    #[cfg(test)]
+    HELD.with(|h| h.set(read.iter().map(|s| s.items.len()).sum()));
     let mut from = first;
     let mut next = 0;
     // Whether the stretches' items resolve against another site than the one reading alone
@@ -145,24 +152,40 @@ pub(super) fn drive(
     true
 }
 
-/// Reads the stretch `start..end` of `text` from `template` on this thread.
+/// Reads the stretch `start..end` of `text` from `template` on this thread. `produced`
+/// counts the item elements every stretch has read: past the document's cap, a stretch gives
+/// up (the one reader only counts items past the cap; no stretch holds them).
 fn read(
     template: &Template,
     text: &[u8],
-    start: usize,
-    end: usize,
+    (start, end): (usize, usize),
     atom_mode: bool,
     site: Option<&Url>,
+    produced: &AtomicUsize,
 ) -> Stretch {
     let mut items = Vec::new();
+    let over_cap = std::cell::Cell::new(false);
     let mut on_item = |mut el: Element, _: &ItemContext<'_>| {
+        if over_cap.get() || produced.fetch_add(1, Ordering::Relaxed) >= MAX_ITEMS {
+            over_cap.set(true);
+            return;
+        }
         items.push(carries_data(&el).then(|| convert(&mut el, atom_mode, site)));
     };
     let mut b = Builder::from_template(template, &mut on_item);
     let ended = b.run_slice(&text[start..end], start as u64);
-    let clean = b.clean();
+    let clean = b.clean() && !over_cap.get();
     let (then, stop) = match ended {
-        Ended::Fence(at) if clean => (usize::try_from(at).ok(), true),
+        // (Not before a U+FEFF: a reader started there would take it for a byte-order mark.)
+        Ended::Fence(at)
+            if clean
+                && !usize::try_from(at)
+                    .ok()
+                    .and_then(|at| text.get(at..))
+                    .is_some_and(|rest| rest.starts_with("\u{feff}".as_bytes())) =>
+        {
+            (usize::try_from(at).ok(), true)
+        }
         Ended::End if clean && b.at_fence() => (Some(end), false),
         _ => (None, true),
     };
@@ -223,6 +246,8 @@ fn tag_at(text: &[u8], finder: &Finder<'_>, from: usize) -> Option<usize> {
 thread_local! {
     /// Stretches read on threads and used, by the last [`drive`] on this thread.
     static USED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Items all the stretches of the last [`drive`] on this thread held at once.
+    static HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 #[cfg(test)]
@@ -305,6 +330,13 @@ mod tests {
             "<item></item><item><title>a</title></item><item/><item xmlns:x=\"urn:x\"><x:y>1</x:y><media:title>m</media:title>&eacute;&bogus;</item>",
             // A DOCTYPE among the items.
             "<item><title>a</title></item><!DOCTYPE x [<!ENTITY e \"E\">]><item><title>&e;</title></item>",
+            // Markup quick-xml reads no further after (a processing instruction or a
+            // declaration with nothing in it), just before a place a stretch starts.
+            "<item><title>a</title></item><?><item><title>b</title></item><item><title>c</title></item>",
+            "<item><title>a</title></item><!D><item><title>b</title></item><item><title>c</title></item>",
+            // A U+FEFF where a stretch stops (not a byte-order mark there), then an error
+            // whose byte position is reported.
+            "<item><title>a</title></item>\u{feff}words<item><title>b</title></item><item><title>c</title></item><!-- open",
             // Malformed markup.
             "<item><title>a</title></item><item><ti<tle>b</title></item><item><title>c</title></item>",
             "<item><title>a</title></item><item><title>b</title></item><",
@@ -378,6 +410,12 @@ mod tests {
         assert!(used > 3);
         assert_eq!(a, b);
         assert!(a.contains("ItemsCapped"));
+        // No stretch holds an item past the cap (they would all be held at once).
+        assert!(HELD.with(|h| h.get()) <= super::super::MAX_ITEMS);
+        let beyond = "<item a=\"1\"/>".repeat(super::super::MAX_ITEMS * 2);
+        let (a, b, _) = both(&rss(&beyond), None, 50_000);
+        assert_eq!(a, b);
+        assert!(HELD.with(|h| h.get()) <= super::super::MAX_ITEMS);
     }
 
     fn piece() -> impl Strategy<Value = &'static str> {
@@ -407,6 +445,10 @@ mod tests {
             "<item><title>&e;</title></item>",
             "<![CDATA[",
             "]]>",
+            "<?>",
+            "<!D>",
+            "\u{feff}",
+            "<!-- open",
         ])
     }
 

@@ -284,8 +284,8 @@ impl<'f> Builder<'f> {
 
     /// [`Builder::run_slice`] that stops before the first of `cuts` (places in the
     /// document, ascending) it reaches between two events with nothing open but what
-    /// `template` holds open, as `template` holds it (from there, stretches read from the
-    /// template read on as this builder would).
+    /// `template` holds open, as `template` holds it, and no error read (from there,
+    /// stretches read from the template read on as this builder would).
     pub(crate) fn run_slice_to(
         &mut self,
         xml: &[u8],
@@ -314,7 +314,9 @@ impl<'f> Builder<'f> {
     /// Whether exactly what `template` holds open is open here, as it holds it, and no
     /// entity was declared since.
     fn stands_as(&self, template: &Template) -> bool {
-        self.item_at.is_none()
+        // After an error the reader may read nothing more, wherever it stands.
+        self.errors == 0
+            && self.item_at.is_none()
             && self.too_deep == 0
             && self.entities.is_empty()
             && self.scopes == template.scopes
