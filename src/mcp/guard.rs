@@ -198,6 +198,23 @@ struct Post {
     working: Working,
 }
 
+impl Post {
+    /// The body as JSON, when it is.
+    fn message(&self) -> Option<serde_json::Value> {
+        serde_json::from_slice(&self.bytes).ok()
+    }
+
+    /// The request handed on with its body; its answer, and its place among the work in
+    /// flight (for [`tracked`]).
+    async fn forward(self) -> (Response, Working) {
+        let response = self
+            .next
+            .run(Request::from_parts(self.parts, Body::from(self.bytes)))
+            .await;
+        (response, self.working)
+    }
+}
+
 /// A POST without a session: an `initialize` (which opens an old-style session, within
 /// `--max-sessions`), or a session-free request of the 2026-07-28 revision, which no cap of
 /// sessions ever refuses.
@@ -206,21 +223,12 @@ async fn open_or_session_free(
     scope: Option<crate::ops::Scope>,
     post: Post,
 ) -> Response {
-    let Post {
-        parts,
-        bytes,
-        next,
-        working,
-    } = post;
-    let opens_session = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .is_ok_and(|v| v["method"] == "initialize");
+    let opens_session = post.message().is_some_and(|v| v["method"] == "initialize");
     if opens_session && guard.sessions.sessions.read().await.len() >= guard.max_sessions {
         crate::metrics::http_refused("sessions");
         return too_many_sessions();
     }
-    let response = next
-        .run(Request::from_parts(parts, Body::from(bytes)))
-        .await;
+    let (response, working) = post.forward().await;
     if let (true, Some(scope)) = (opens_session, scope)
         && let Some(id) = response
             .headers()
@@ -298,19 +306,11 @@ async fn run_in_session(
     session: SessionId,
     post: Post,
 ) -> Response {
-    let Post {
-        parts,
-        bytes,
-        next,
-        working,
-    } = post;
-    let call_id = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
+    let call_id = post
+        .message()
         .filter(|v| v["method"] == "tools/call")
         .and_then(|v| v.get("id").cloned());
-    let response = next
-        .run(Request::from_parts(parts, Body::from(bytes)))
-        .await;
+    let (response, working) = post.forward().await;
     let Some(id) = call_id else {
         return tracked(response, None, working);
     };
