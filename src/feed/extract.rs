@@ -11,8 +11,9 @@ use super::constructs::{
     person_name, plain, push_enclosure, push_unique, set_once, text_construct, text_construct_take,
     without_controls,
 };
+use super::handout::Handout;
 use super::xml::{self, Element, Node, Ns};
-use super::{Body, MAX_ITEMS, RawFeed, RawItem, items_capped_message};
+use super::{Body, RawFeed, RawItem, items_capped_message};
 use crate::error::{Error, Result};
 use crate::text::{collapse_ws, non_empty};
 use crate::urls::resolve;
@@ -49,82 +50,6 @@ pub(super) fn parse_xml_whole(
             true
         }
     })
-}
-
-/// The items as they are handed out, in document order: counted, capped, and the site
-/// address of a local file's items.
-pub(super) struct Handout<'s> {
-    sink: &'s mut dyn FnMut(RawItem),
-    handed: usize,
-    beyond_cap: usize,
-    empty_items: usize,
-    /// A local file has no request URL: its items resolve against the site's address,
-    /// the channel's link read before the first item with data.
-    pub(super) site: Option<Option<Url>>,
-    /// Whether the last item read was a document's top-level Atom `<entry>`.
-    pub(super) root_entry: bool,
-    /// Items kept back (counted, not yet handed to the sink) while this is set.
-    holding: Option<Vec<RawItem>>,
-}
-
-impl<'s> Handout<'s> {
-    fn new(sink: &'s mut dyn FnMut(RawItem)) -> Handout<'s> {
-        Handout {
-            sink,
-            handed: 0,
-            beyond_cap: 0,
-            empty_items: 0,
-            site: None,
-            root_entry: false,
-            holding: None,
-        }
-    }
-
-    /// Whether the cap on items is reached (later ones are only counted).
-    pub(super) fn full(&self) -> bool {
-        self.handed + self.empty_items >= MAX_ITEMS
-    }
-
-    /// Counts one item beyond the cap.
-    pub(super) fn beyond(&mut self) {
-        self.beyond_cap += 1;
-    }
-
-    /// Hands out one item read (`None`: an item element with no data).
-    pub(super) fn give(&mut self, it: Option<RawItem>) {
-        let Some(it) = it else {
-            self.empty_items += 1;
-            return;
-        };
-        self.handed += 1;
-        match &mut self.holding {
-            Some(held) => held.push(it),
-            None => (self.sink)(it),
-        }
-    }
-
-    /// Keeps items back from the sink until [`Handout::release`].
-    pub(super) fn hold(&mut self) {
-        self.holding.get_or_insert_with(Vec::new);
-    }
-
-    /// Hands the items kept back to the sink, and stops keeping them.
-    pub(super) fn release(&mut self) {
-        for it in self.holding.take().unwrap_or_default() {
-            (self.sink)(it);
-        }
-    }
-
-    /// Forgets everything read (nothing was handed to the sink yet).
-    fn restart(&mut self) {
-        debug_assert!(self.handed == 0 || self.holding.is_some());
-        self.handed = 0;
-        self.beyond_cap = 0;
-        self.empty_items = 0;
-        self.site = None;
-        self.root_entry = false;
-        self.holding = None;
-    }
 }
 
 /// One item element read into an item; `site`: what a local file's item resolves against.

@@ -11,6 +11,7 @@ mod dates;
 pub(crate) mod decode;
 mod dtd;
 mod extract;
+mod handout;
 mod ids;
 mod json;
 mod pipeline;

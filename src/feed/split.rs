@@ -17,7 +17,8 @@ use rayon::prelude::*;
 use url::Url;
 
 use super::channel::site_link;
-use super::extract::{Handout, carries_data, convert};
+use super::extract::{carries_data, convert};
+use super::handout::Handout;
 use super::xml::{Builder, Element, Ended, ItemContext, Template};
 use super::{MAX_ITEMS, RawItem};
 
