@@ -25,11 +25,10 @@ pub(super) fn parse_xml(
     sink: &mut dyn FnMut(RawItem),
 ) -> Result<RawFeed> {
     let mut text = Some(text);
-    read_xml(base, sink, &mut |b, _, _| {
+    read_xml(base, sink, &mut |b, _| {
         if let Some(t) = text.take() {
             b.run(t, 0);
         }
-        true
     })
 }
 
@@ -42,13 +41,8 @@ pub(super) fn parse_xml_whole(
     sink: &mut dyn FnMut(RawItem),
     step: usize,
 ) -> Result<RawFeed> {
-    read_xml(base, sink, &mut |b, handout, split| {
-        if split {
-            super::split::drive(b, text, base, handout, step)
-        } else {
-            b.run_slice(text, 0);
-            true
-        }
+    read_xml(base, sink, &mut |b, handout| {
+        super::split::drive(b, text, base, handout, step)
     })
 }
 
@@ -63,10 +57,9 @@ pub(super) fn convert(el: &mut Element, atom_mode: bool, site: Option<&Url>) -> 
     it
 }
 
-/// `drive` reads the document with the builder it is given (`true` as its last argument:
-/// it may split the items over threads); when it answers `false` (nothing handed out yet),
-/// the document is read again from the start, whole, by a fresh builder.
-type Drive<'d> = dyn FnMut(&mut xml::Builder<'_>, &RefCell<Handout<'_>>, bool) -> bool + 'd;
+/// `drive` reads the document into the builder it is given, items handed out through the
+/// handout.
+type Drive<'d> = dyn FnMut(&mut xml::Builder<'_>, &RefCell<Handout<'_>>) + 'd;
 
 fn read_xml(
     base: Option<&Url>,
@@ -98,18 +91,10 @@ fn read_xml(
         let it = convert(&mut el, atom_mode, site);
         h.give(Some(it));
     };
-    let first = {
+    let doc = {
         let mut b = xml::Builder::new(base, &mut on_item);
-        drive(&mut b, &handout, true).then(|| b.finish())
-    };
-    let doc = match first {
-        Some(doc) => doc,
-        None => {
-            handout.borrow_mut().restart();
-            let mut b = xml::Builder::new(base, &mut on_item);
-            drive(&mut b, &handout, false);
-            b.finish()
-        }
+        drive(&mut b, &handout);
+        b.finish()
     };
     let Handout {
         handed,

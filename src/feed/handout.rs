@@ -1,6 +1,6 @@
 //! Items handed out in document order by whichever reader read them (the one reader of a
 //! document, or a stretch of it read on another thread): counted, capped at
-//! [`MAX_ITEMS`], and held back until a reader knows it will not start over.
+//! [`MAX_ITEMS`].
 
 use url::Url;
 
@@ -18,8 +18,6 @@ pub(super) struct Handout<'s> {
     pub(super) site: Option<Option<Url>>,
     /// Whether the last item read was a document's top-level Atom `<entry>`.
     pub(super) root_entry: bool,
-    /// Items kept back (counted, not yet handed to the sink) while this is set.
-    holding: Option<Vec<RawItem>>,
 }
 
 impl<'s> Handout<'s> {
@@ -31,7 +29,6 @@ impl<'s> Handout<'s> {
             empty_items: 0,
             site: None,
             root_entry: false,
-            holding: None,
         }
     }
 
@@ -52,32 +49,6 @@ impl<'s> Handout<'s> {
             return;
         };
         self.handed += 1;
-        match &mut self.holding {
-            Some(held) => held.push(it),
-            None => (self.sink)(it),
-        }
-    }
-
-    /// Keeps items back from the sink until [`Handout::release`].
-    pub(super) fn hold(&mut self) {
-        self.holding.get_or_insert_with(Vec::new);
-    }
-
-    /// Hands the items kept back to the sink, and stops keeping them.
-    pub(super) fn release(&mut self) {
-        for it in self.holding.take().unwrap_or_default() {
-            (self.sink)(it);
-        }
-    }
-
-    /// Forgets everything read (nothing was handed to the sink yet).
-    pub(super) fn restart(&mut self) {
-        debug_assert!(self.handed == 0 || self.holding.is_some());
-        self.handed = 0;
-        self.beyond_cap = 0;
-        self.empty_items = 0;
-        self.site = None;
-        self.root_entry = false;
-        self.holding = None;
+        (self.sink)(it);
     }
 }

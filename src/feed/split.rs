@@ -41,26 +41,32 @@ struct Stretch {
 }
 
 /// Reads `text` (the whole document, UTF-8) into `b`, items on all threads where the
-/// document allows. `false`: the head was not clean, nothing was handed out, and the
-/// document must be read again from its start by one reader.
+/// document allows.
 pub(super) fn drive(
     b: &mut Builder<'_>,
     text: &[u8],
     base: Option<&Url>,
     handout: &RefCell<Handout<'_>>,
     step: usize,
-) -> bool {
+) {
     let cuts = cuts(text, step);
-    let (Some(&first), true) = (cuts.first(), cuts.len() > 1) else {
+    // The head (up to the first item) read first on its own: only a clean head makes the
+    // template the stretches start from. (A head read twice costs at most one more read of
+    // the document's part before its items.)
+    let template = match (cuts.first(), cuts.len() > 1) {
+        (Some(&first), true) => {
+            let mut ignore = |_: Element, _: &ItemContext<'_>| {};
+            let mut head = Builder::new(base, &mut ignore);
+            head.run_slice(&text[..first], 0);
+            head.template().map(|t| (first, t))
+        }
+        _ => None,
+    };
+    let Some((first, template)) = template else {
         b.run_slice(text, 0);
-        return true;
+        return;
     };
-    handout.borrow_mut().hold();
     b.run_slice(&text[..first], 0);
-    let Some(template) = b.template() else {
-        return false;
-    };
-    handout.borrow_mut().release();
     let atom_mode = template.root_name().eq_ignore_ascii_case("feed");
     // The address a local file's items resolve against: as it will be when its first item
     // with data is read (nothing but items and whitespace come before that).
@@ -150,7 +156,6 @@ pub(super) fn drive(
             Ended::End | Ended::Fence(_) => break,
         }
     }
-    true
 }
 
 /// Reads the stretch `start..end` of `text` from `template` on this thread. `produced`
