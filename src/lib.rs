@@ -117,12 +117,6 @@ pub mod internals {
         })
     }
 
-    /// Parses a feed body into its items, all held at once (as a feed library returns
-    /// them: the parse benchmark's side-by-side with feed-rs); how many there are.
-    pub fn parse_held(body: Vec<u8>, content_type: Option<&str>) -> crate::Result<usize> {
-        parse_kept(body, content_type).map(|f| f.items())
-    }
-
     /// A parsed feed with every item, as [`parse_kept`] hands it back.
     pub struct Held(crate::feed::RawFeed);
 
@@ -133,8 +127,10 @@ pub mod internals {
         }
     }
 
-    /// [`parse_held`], the feed handed back (freeing it is the caller's: the benchmark
-    /// times the parse up to the items in hand, and their freeing apart).
+    /// Parses a feed body into its items, all held at once (as a feed library returns them:
+    /// the parse benchmark's side-by-side with feed-rs), and hands the feed back (freeing it
+    /// is the caller's: the benchmark times the parse to the items in hand, and their
+    /// freeing apart).
     pub fn parse_kept(body: Vec<u8>, content_type: Option<&str>) -> crate::Result<Held> {
         crate::feed::parse_held(body.into(), content_type).map(Held)
     }

@@ -82,10 +82,7 @@ pub(super) fn drive(
     let produced = AtomicUsize::new(0);
     let mut read: Vec<Stretch> = stretches
         .par_iter()
-        .map(|&(start, end)| {
-            let at = (start, end);
-            read(&template, text, at, atom_mode, site.as_ref(), &produced)
-        })
+        .map(|&at| read(&template, text, at, atom_mode, site.as_ref(), &produced))
         .collect();
     #[cfg(test)]
     HELD.with(|h| h.set(read.iter().map(|s| s.items.len()).sum()));
