@@ -260,9 +260,24 @@ mod tests {
 
     /// The feed and items as one reader reads `doc`, and as the split reader does with
     /// stretches of `step` bytes; and how many stretches the split one used.
+    /// (The one reader is quick-xml's alone, CDATA sections and all; the split reader's
+    /// stretches find sections themselves, and so does a third read, streamed in pieces of
+    /// about `step` bytes, whose feed and items must be the one reader's.)
     fn both(doc: &str, base: Option<&Url>, step: usize) -> (String, String, usize) {
+        use super::super::xml::PLAIN_CDATA;
         let mut one = Vec::new();
+        PLAIN_CDATA.with(|p| p.set(true));
         let whole = super::super::extract::parse_xml(doc.as_bytes(), base, &mut |it| one.push(it));
+        PLAIN_CDATA.with(|p| p.set(false));
+        let one = format!("{whole:?}\n{one:?}");
+        let mut streamed = Vec::new();
+        let pieces = std::io::BufReader::with_capacity(step.max(1), doc.as_bytes());
+        let read = super::super::extract::parse_xml(pieces, base, &mut |it| streamed.push(it));
+        assert_eq!(
+            one,
+            format!("{read:?}\n{streamed:?}"),
+            "streamed in {step}: {doc}"
+        );
         let mut many = Vec::new();
         USED.with(|u| u.set(0));
         let split = super::super::extract::parse_xml_whole(
@@ -272,11 +287,7 @@ mod tests {
             step,
         );
         let used = USED.with(|u| u.get());
-        (
-            format!("{whole:?}\n{one:?}"),
-            format!("{split:?}\n{many:?}"),
-            used,
-        )
+        (one, format!("{split:?}\n{many:?}"), used)
     }
 
     fn same(doc: &str, base: Option<&Url>) -> usize {
@@ -452,6 +463,12 @@ mod tests {
             "<!D>",
             "\u{feff}",
             "<!-- open",
+            "<description>\n <![CDATA[<p>a > b]] > c</p>]]></description>",
+            "<![CDATA[x]]]]>",
+            "<![CDATA[]]>",
+            "]]",
+            "\u{feff}<![CDATA[y]]>\u{feff}",
+            "<![cdata[z]]>",
         ])
     }
 

@@ -10,15 +10,19 @@ use std::io::BufRead;
 use std::rc::Rc;
 
 use quick_xml::Reader;
-use quick_xml::events::{BytesStart, Event};
+use quick_xml::events::{BytesCData, BytesStart, Event};
 use url::Url;
 
 use crate::text::unescape_attr;
 
 use super::dtd::Entities;
 pub(crate) use super::tree::{Attr, Element, Node, Ns};
+#[cfg(test)]
+pub(crate) use cdata::PLAIN as PLAIN_CDATA;
+use cdata::SliceEvents;
 pub(crate) use stretch::Template;
 
+mod cdata;
 mod stretch;
 
 /// What a parse produced besides the items handed to the callback.
@@ -119,6 +123,24 @@ fn reader_of<R: BufRead>(xml: R) -> Reader<R> {
     reader
 }
 
+/// Where a reader stands after an error.
+trait Source {
+    /// Where the error was, in the reader's positions.
+    fn error_position(&self) -> u64;
+    /// Whether nothing is left to read.
+    fn at_end(&mut self) -> bool;
+}
+
+impl<R: BufRead> Source for Reader<R> {
+    fn error_position(&self) -> u64 {
+        Reader::error_position(self)
+    }
+
+    fn at_end(&mut self) -> bool {
+        self.get_mut().fill_buf().map_or(true, |b| b.is_empty())
+    }
+}
+
 /// How a run over one stretch of a document ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ended {
@@ -166,13 +188,50 @@ impl<'f> Builder<'f> {
 
     /// Reads the UTF-8 stream `xml`, which starts at byte `offset` of the document.
     pub(crate) fn run(&mut self, xml: impl BufRead, offset: u64) -> Ended {
-        let mut reader = reader_of(xml);
+        let mut xml = xml;
         let mut buf = Vec::with_capacity(64 * 1024);
+        let mut section = String::new();
+        // Where the current reader started: each reads on after a CDATA section found here
+        // (see `cdata`), until an error.
+        let mut base = offset;
+        'readers: loop {
+            let mut reader = reader_of(&mut xml);
+            loop {
+                let before = base + reader.buffer_position();
+                if let Some(len) = cdata::take_buffered(reader.get_mut(), &mut section) {
+                    let event = Ok(Event::CData(BytesCData::new(section.as_str())));
+                    if let Some(ended) = self.take(event, &mut reader, before, base) {
+                        return ended;
+                    }
+                    base = before + len as u64;
+                    continue 'readers;
+                }
+                buf.clear();
+                let event = reader.read_event_into(&mut buf);
+                let failed = event.is_err();
+                if let Some(ended) = self.take(event, &mut reader, before, base) {
+                    return ended;
+                }
+                if failed {
+                    return self.run_plain(reader, &mut buf, base);
+                }
+            }
+        }
+    }
+
+    /// [`Builder::run`] on after an error, with quick-xml's reader alone (after some errors
+    /// it reads nothing more, and a fresh reader would).
+    fn run_plain<R: BufRead>(
+        &mut self,
+        mut reader: Reader<R>,
+        buf: &mut Vec<u8>,
+        base: u64,
+    ) -> Ended {
         loop {
             buf.clear();
-            let before = reader.buffer_position();
-            let event = reader.read_event_into(&mut buf);
-            if let Some(ended) = self.take(event, &mut reader, offset + before, offset) {
+            let before = base + reader.buffer_position();
+            let event = reader.read_event_into(buf);
+            if let Some(ended) = self.take(event, &mut reader, before, base) {
                 return ended;
             }
         }
@@ -181,10 +240,10 @@ impl<'f> Builder<'f> {
     /// [`Builder::run`] over a stretch held in memory: its events borrow from it (nothing
     /// is copied to be read).
     pub(crate) fn run_slice(&mut self, xml: &[u8], offset: u64) -> Ended {
-        let mut reader = reader_of(xml);
+        let mut reader = SliceEvents::new(xml);
         loop {
-            let before = reader.buffer_position();
-            let event = reader.read_event();
+            let before = reader.position();
+            let event = reader.next();
             if let Some(ended) = self.take(event, &mut reader, offset + before, offset) {
                 return ended;
             }
@@ -192,10 +251,10 @@ impl<'f> Builder<'f> {
     }
 
     /// Takes one event read at byte `at` of the document; `Some` when the run ends.
-    fn take<R: BufRead>(
+    fn take(
         &mut self,
         event: quick_xml::Result<Event<'_>>,
-        reader: &mut Reader<R>,
+        reader: &mut impl Source,
         at: u64,
         offset: u64,
     ) -> Option<Ended> {
@@ -233,7 +292,7 @@ impl<'f> Builder<'f> {
                 self.errors += 1;
                 let pos = reader.error_position() + offset;
                 self.repair(format!("malformed XML at byte {pos}: {e}"));
-                let at_end = reader.get_mut().fill_buf().map_or(true, |b| b.is_empty());
+                let at_end = reader.at_end();
                 if self.errors > MAX_ERRORS || pos == self.last_error_pos || at_end {
                     self.truncated = !at_end;
                     return Some(Ended::End);

@@ -6,7 +6,8 @@ use std::rc::Rc;
 
 use url::Url;
 
-use super::{Builder, Element, Ended, Frame, Ns, OnItem, reader_of};
+use super::cdata::SliceEvents;
+use super::{Builder, Element, Ended, Frame, Ns, OnItem};
 
 /// What a builder for one stretch of items starts from: the elements open around the
 /// items and the prefixes declared there (the builder that read the document's head made
@@ -114,10 +115,10 @@ impl<'f> Builder<'f> {
         cuts: &[u64],
         template: &Template,
     ) -> Ended {
-        let mut reader = reader_of(xml);
+        let mut reader = SliceEvents::new(xml);
         let mut next = 0;
         loop {
-            let before = reader.buffer_position();
+            let before = reader.position();
             let at = offset + before;
             while cuts.get(next).is_some_and(|c| *c < at) {
                 next += 1;
@@ -125,7 +126,7 @@ impl<'f> Builder<'f> {
             if cuts.get(next) == Some(&at) && self.stands_as(template) {
                 return Ended::Cut(at);
             }
-            let event = reader.read_event();
+            let event = reader.next();
             if let Some(ended) = self.take(event, &mut reader, at, offset) {
                 return ended;
             }
