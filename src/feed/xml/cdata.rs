@@ -13,6 +13,7 @@
 //! a stream, a section not buffered whole.
 
 use std::io::BufRead;
+use std::sync::LazyLock;
 
 use quick_xml::Reader;
 use quick_xml::events::{BytesCData, Event};
@@ -105,6 +106,11 @@ fn enabled() -> bool {
     true
 }
 
+/// The search for a section's end, built once (building it per section cost more than the
+/// search itself on millions of tiny sections).
+static END: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"]]>"));
+
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// The content and length of the CDATA section `rest` starts with, where it can be read
@@ -112,7 +118,7 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 fn cdata_at(rest: &[u8]) -> Option<(&str, usize)> {
     const OPEN: &[u8] = b"<![CDATA[";
     let body = rest.strip_prefix(OPEN)?;
-    let end = memchr::memmem::find(body, b"]]>")?;
+    let end = END.find(body)?;
     let len = OPEN.len() + end + 3;
     if rest[len..].starts_with(BOM) {
         return None;
