@@ -187,18 +187,18 @@ impl<'f> Builder<'f> {
     }
 
     /// Reads the UTF-8 stream `xml`, which starts at byte `offset` of the document.
-    pub(crate) fn run(&mut self, xml: impl BufRead, offset: u64) -> Ended {
-        let mut xml = xml;
+    pub(crate) fn run(&mut self, mut xml: impl BufRead, offset: u64) -> Ended {
         let mut buf = Vec::with_capacity(64 * 1024);
         let mut section = String::new();
         // Where the current reader started: each reads on after a CDATA section found here
-        // (see `cdata`), until an error.
+        // (see `cdata`); after an error, quick-xml's reader reads every section itself.
         let mut base = offset;
+        let mut fast = true;
         'readers: loop {
             let mut reader = reader_of(&mut xml);
             loop {
                 let before = base + reader.buffer_position();
-                if let Some(len) = cdata::take_buffered(reader.get_mut(), &mut section) {
+                if fast && let Some(len) = cdata::take_buffered(reader.get_mut(), &mut section) {
                     let event = Ok(Event::CData(BytesCData::new(section.as_str())));
                     if let Some(ended) = self.take(event, &mut reader, before, base) {
                         return ended;
@@ -208,31 +208,10 @@ impl<'f> Builder<'f> {
                 }
                 buf.clear();
                 let event = reader.read_event_into(&mut buf);
-                let failed = event.is_err();
+                fast &= event.is_ok();
                 if let Some(ended) = self.take(event, &mut reader, before, base) {
                     return ended;
                 }
-                if failed {
-                    return self.run_plain(reader, &mut buf, base);
-                }
-            }
-        }
-    }
-
-    /// [`Builder::run`] on after an error, with quick-xml's reader alone (after some errors
-    /// it reads nothing more, and a fresh reader would).
-    fn run_plain<R: BufRead>(
-        &mut self,
-        mut reader: Reader<R>,
-        buf: &mut Vec<u8>,
-        base: u64,
-    ) -> Ended {
-        loop {
-            buf.clear();
-            let before = base + reader.buffer_position();
-            let event = reader.read_event_into(buf);
-            if let Some(ended) = self.take(event, &mut reader, before, base) {
-                return ended;
             }
         }
     }
